@@ -1,0 +1,34 @@
+"""What running one task folder produces (Prefect-free, picklable)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..providers.base import Usage
+
+
+@dataclass
+class TaskOutcome:
+    """Result of one agent pass over a task (and its hooks).
+
+    ``delta`` is what the parent merges into its context: declared output keys at the top level
+    *and* under the task's name (or the full text under the task's name when nothing is
+    declared), plus keys the task's hooks added or changed.
+    """
+
+    delta: dict[str, Any]
+    text: str = ""
+    outputs: dict[str, Any] = field(default_factory=dict)
+    usage: Usage = field(default_factory=Usage)
+    model_calls: int = 0
+    tool_calls: int = 0
+    cost: float = 0.0
+    prompt: str = ""
+    """System prompt as sent."""
+    transcript: list[dict[str, Any]] = field(default_factory=list)
+    """Messages of the conversation (``providers.base.message_to_dict`` form)."""
+    tool_log: list[dict[str, Any]] = field(default_factory=list)
+    """One entry per tool call: name, arguments, result (truncated), is_error, duration_s."""
+    model: str | None = None
+    provider: str | None = None

@@ -1,0 +1,55 @@
+"""Shared test setup: isolated Prefect home, no telemetry, one session-scoped Prefect harness.
+
+Tests never reach the network. Prefect-bound tests use the ``prefect_harness`` fixture (one
+temporary server per test session); subprocess tests get ``cli_env``, which points them at that
+same server so no test process starts a server of its own.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+_HOME = Path(tempfile.mkdtemp(prefix="folpipe-test-home-"))
+os.environ["PREFECT_HOME"] = str(_HOME)
+os.environ["PREFECT_SERVER_ANALYTICS_ENABLED"] = "false"
+os.environ["PREFECT_LOGGING_LEVEL"] = os.environ.get("PREFECT_LOGGING_LEVEL", "WARNING")
+os.environ.pop("PREFECT_API_URL", None)
+os.environ.pop("PREFECT_API_KEY", None)
+for _name in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "FOLPIPE_PROVIDER", "FOLPIPE_REPLIES"):
+    os.environ.pop(_name, None)
+
+FIXTURES = Path(__file__).parent / "fixtures"
+REPO_ROOT = Path(__file__).parent.parent
+
+
+@pytest.fixture(scope="session")
+def prefect_harness() -> Iterator[str]:
+    """Start one temporary Prefect server for the whole session; yields its API URL."""
+    from prefect.settings import PREFECT_API_URL
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=120):
+        url = PREFECT_API_URL.value()
+        os.environ["PREFECT_API_URL"] = url
+        try:
+            yield url
+        finally:
+            os.environ.pop("PREFECT_API_URL", None)
+
+
+@pytest.fixture
+def cli_env(prefect_harness: str) -> dict[str, str]:
+    """Environment for a ``folpipe`` subprocess that talks to the session's Prefect server."""
+    env = dict(os.environ)
+    env["PREFECT_API_URL"] = prefect_harness
+    return env
+
+
+@pytest.fixture
+def fixtures_dir() -> Path:
+    return FIXTURES
