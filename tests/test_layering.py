@@ -9,7 +9,7 @@ PACKAGE = Path(__file__).parent.parent / "prefect_folpipe"
 
 # module prefix -> package paths (relative to prefect_folpipe/) allowed to import it
 ALLOWED: dict[str, tuple[str, ...]] = {
-    "prefect": ("compile/", "cli/", "flows.py"),
+    "prefect": ("compile/", "cli/", "deploy/", "flows.py"),
     "prefect_dask": ("compile/",),
     "anthropic": ("providers/anthropic.py",),
     "openai": ("providers/openai.py",),
