@@ -1,0 +1,357 @@
+"""Safe conditions for ``skip_if`` and ``until`` (ARCHITECTURE §4): never ``eval()``.
+
+Two forms compile to a :class:`Condition`:
+
+* a string, a Python *expression* checked statically (AST walk) and then evaluated by
+  ``simpleeval``: ``context.review.approved == true``,
+  ``not any(e['task'] == 'fetch' for e in context.get('_errors', []))``;
+* a structured mapping: ``{key: review.approved, equals: true}``, combined with
+  ``{all: [...]}`` / ``{any: [...]}`` and negated with ``{not: {...}}``.
+
+In expressions ``context.a.b`` and ``context['a']['b']`` read the context, a missing key (at
+any depth) reads as ``None``, ``true`` / ``false`` / ``null`` alias Python's constants, and
+only whitelisted functions (``any``, ``all``, ``len``, ...) and read-only methods (``get``,
+``keys``, ``lower``, ...) can be called. Dunder attributes, imports, lambdas, assignments and
+any other call are rejected at compile time, so ``folpipe validate`` reports them (FP131).
+Evaluation is bounded: simpleeval caps powers, string repetition and comprehension sizes.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import simpleeval
+
+from .errors import FolpipeError
+
+FUNCTIONS: dict[str, Callable[..., Any]] = {
+    "any": any,
+    "all": all,
+    "len": len,
+    "min": min,
+    "max": max,
+    "sum": sum,
+    "abs": abs,
+    "round": round,
+    "sorted": sorted,
+    "str": str,
+    "int": int,
+    "float": float,
+    "bool": bool,
+    "list": list,
+    "tuple": tuple,
+    "dict": dict,
+    "set": set,
+}
+"""Functions an expression may call."""
+
+METHODS: frozenset[str] = frozenset(
+    {
+        # mappings
+        "get", "keys", "values", "items",
+        # strings
+        "lower", "upper", "strip", "lstrip", "rstrip", "startswith", "endswith",
+        "split", "join", "count", "find", "isdigit", "isalpha", "title",
+        # sequences
+        "index",
+    }
+)  # fmt: skip
+"""Read-only methods an expression may call on context values."""
+
+NAMES: dict[str, Any] = {
+    "true": True,
+    "false": False,
+    "null": None,
+    "True": True,
+    "False": False,
+    "None": None,
+}
+
+OPERATORS: tuple[str, ...] = (
+    "equals",
+    "not_equals",
+    "contains",
+    "exists",
+    "not_exists",
+    "greater_than",
+    "less_than",
+)
+"""Operators of the structured condition form."""
+
+_ALLOWED_NODES: tuple[type[ast.AST], ...] = (
+    ast.Expression, ast.BoolOp, ast.BinOp, ast.UnaryOp, ast.Compare, ast.IfExp, ast.Call,
+    ast.keyword, ast.Name, ast.Attribute, ast.Subscript, ast.Slice, ast.Constant, ast.List,
+    ast.Tuple, ast.Dict, ast.Set, ast.ListComp, ast.GeneratorExp, ast.DictComp,
+    ast.comprehension, ast.Load, ast.Store, ast.Starred,
+    ast.boolop, ast.operator, ast.unaryop, ast.cmpop, ast.expr_context,
+)  # fmt: skip
+_UNSAFE_HINT = (
+    "expressions may read `context` and call only any, all, len, min, max, sum, abs, round, "
+    "sorted, str, int, float, bool, list, tuple, dict, set and read-only methods such as "
+    ".get() / .keys() / .lower()"
+)
+
+
+class ExpressionError(FolpipeError):
+    """An expression or structured condition that cannot be compiled or evaluated.
+
+    ``code`` is FP130 (unparsable), FP131 (unsafe) or FP132 (failed while evaluating).
+    """
+
+    code = "FP130"
+
+    def __init__(self, message: str, *, code: str = "FP130", hint: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code  # type: ignore[misc]
+        self.hint = hint
+
+
+@dataclass(frozen=True)
+class Condition:
+    """A compiled condition; :meth:`evaluate` answers it against a context."""
+
+    source: str | Mapping[str, Any]
+    _check: Callable[[Mapping[str, Any]], Any]
+
+    def evaluate(self, context: Mapping[str, Any]) -> bool:
+        """Truth of the condition for ``context``; ExpressionError (FP132) if it cannot say."""
+        try:
+            return bool(self._check(context))
+        except ExpressionError:
+            raise
+        except Exception as exc:  # any evaluation failure is the author's
+            raise ExpressionError(
+                f"condition {self.source!r} failed: {type(exc).__name__}: {exc}",
+                code="FP132",
+                hint="guard missing values, e.g. `(context.x or 0) > 3`",
+            ) from None
+
+
+def compile_condition(expr: str | Mapping[str, Any]) -> Condition:
+    """Compile a ``skip_if`` / ``until`` condition, rejecting anything unsafe or malformed."""
+    if isinstance(expr, str):
+        tree = _parse(expr)
+        _check_safe(tree, expr)
+        return Condition(expr, lambda context: _Evaluator(context).run(expr, tree))
+    if isinstance(expr, Mapping):
+        return Condition(expr, _compile_structured(expr))
+    raise ExpressionError(
+        f"a condition must be a string or a mapping, not {type(expr).__name__}",
+        hint="write an expression such as `context.done == true` or {key: done, equals: true}",
+    )
+
+
+# --- string expressions -------------------------------------------------------------------
+
+
+def _parse(expr: str) -> ast.Expression:
+    text = expr.strip()
+    if not text:
+        raise ExpressionError("the expression is empty", hint="write e.g. `context.done == true`")
+    try:
+        return ast.parse(text, mode="eval")
+    except SyntaxError as exc:
+        _reject_statement(text)
+        raise ExpressionError(
+            f"cannot parse expression {expr!r}: {exc.msg}",
+            hint="a condition is one Python expression, e.g. `context.score > 3`",
+        ) from None
+
+
+def _reject_statement(text: str) -> None:
+    """Statements (imports, assignments) parse in exec mode: call them unsafe, not garbled."""
+    try:
+        module = ast.parse(text, mode="exec")
+    except SyntaxError:
+        return
+    for node in ast.walk(module):
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            raise ExpressionError(
+                f"imports are not allowed in expressions: {text!r}",
+                code="FP131",
+                hint=_UNSAFE_HINT,
+            )
+    raise ExpressionError(
+        f"statements are not allowed, only one expression: {text!r}",
+        code="FP131",
+        hint="a condition is one expression; assignments and other statements are rejected",
+    )
+
+
+def _check_safe(tree: ast.Expression, expr: str) -> None:
+    bound = {
+        name.id
+        for comp in ast.walk(tree)
+        if isinstance(comp, ast.comprehension)
+        for name in ast.walk(comp.target)
+        if isinstance(name, ast.Name)
+    }
+    known = {"context", *NAMES, *FUNCTIONS, *bound}
+    for node in ast.walk(tree):
+        problem = _unsafe_node(node, known)
+        if problem:
+            raise ExpressionError(f"{problem} in {expr!r}", code="FP131", hint=_UNSAFE_HINT)
+
+
+def _unsafe_node(node: ast.AST, known: set[str]) -> str | None:
+    if not isinstance(node, _ALLOWED_NODES):
+        return f"{type(node).__name__} is not allowed"
+    if isinstance(node, ast.Attribute) and node.attr.startswith("__"):
+        return f"access to {node.attr!r} is not allowed"
+    if isinstance(node, ast.Name) and node.id not in known:
+        close = difflib.get_close_matches(node.id, sorted(known), n=1)
+        suggestion = f" (did you mean {close[0]!r}?)" if close else ""
+        return f"unknown name {node.id!r}{suggestion}; read values as context.{node.id}"
+    if isinstance(node, ast.Call):
+        return _unsafe_call(node)
+    return None
+
+
+def _unsafe_call(node: ast.Call) -> str | None:
+    func = node.func
+    if isinstance(func, ast.Name):
+        return None if func.id in FUNCTIONS else f"calling {func.id!r} is not allowed"
+    if isinstance(func, ast.Attribute):
+        return None if func.attr in METHODS else f"calling .{func.attr}() is not allowed"
+    return "calling the result of an expression is not allowed"
+
+
+_MISSING = object()
+
+
+class _Evaluator(simpleeval.EvalWithCompoundTypes):
+    """simpleeval with None-propagating context lookups and whitelisted methods."""
+
+    def __init__(self, context: Mapping[str, Any]) -> None:
+        super().__init__(functions=dict(FUNCTIONS), names={**NAMES, "context": context})
+
+    def run(self, expr: str, tree: ast.Expression) -> Any:
+        return self.eval(expr, previously_parsed=tree.body)
+
+    def _eval_attribute(self, node: ast.Attribute) -> Any:
+        base = self._eval(node.value)
+        if base is None:
+            return None
+        if isinstance(base, Mapping):
+            if node.attr in base:
+                return base[node.attr]
+            return getattr(base, node.attr) if node.attr in METHODS else None
+        if node.attr in METHODS and not node.attr.startswith("_"):
+            return getattr(base, node.attr, None)
+        raise ExpressionError(
+            f"cannot read .{node.attr} of a {type(base).__name__}",
+            code="FP132",
+            hint="attributes read context keys; use len(...) or a whitelisted method",
+        )
+
+    def _eval_subscript(self, node: ast.Subscript) -> Any:
+        container = self._eval(node.value)
+        if container is None:
+            return None
+        key = self._eval(node.slice)
+        try:
+            return container[key]
+        except (KeyError, IndexError):
+            return None
+
+
+# --- structured conditions ----------------------------------------------------------------
+
+_STRUCTURED_KEYS = ("key", *OPERATORS, "all", "any", "not")
+
+
+def _compile_structured(spec: Mapping[str, Any]) -> Callable[[Mapping[str, Any]], bool]:
+    unknown = [k for k in spec if k not in _STRUCTURED_KEYS]
+    if unknown:
+        raise _structure_error(f"unknown condition key {unknown[0]!r}", str(unknown[0]))
+    groups = [k for k in ("all", "any", "not") if k in spec]
+    if groups:
+        if len(spec) != 1:
+            raise _structure_error(f"{groups[0]!r} must be the only key of its condition")
+        return _compile_group(groups[0], spec[groups[0]])
+    ops = [k for k in OPERATORS if k in spec]
+    if "key" not in spec or not isinstance(spec["key"], str) or not spec["key"].strip():
+        raise _structure_error("a structured condition needs `key: <dotted.path>`")
+    if len(ops) != 1:
+        raise _structure_error(f"a condition needs exactly one operator of {', '.join(OPERATORS)}")
+    return _compile_comparison(spec["key"], ops[0], spec[ops[0]])
+
+
+def _compile_group(kind: str, value: Any) -> Callable[[Mapping[str, Any]], bool]:
+    if kind == "not":
+        if not isinstance(value, Mapping):
+            raise _structure_error("`not` takes one condition mapping")
+        inner = _compile_structured(value)
+        return lambda context: not inner(context)
+    if not isinstance(value, list) or not value:
+        raise _structure_error(f"`{kind}` takes a non-empty list of conditions")
+    parts = [compile_condition(item)._check for item in value]
+    combine = all if kind == "all" else any
+    return lambda context: combine(bool(part(context)) for part in parts)
+
+
+def _compile_comparison(key: str, op: str, expected: Any) -> Callable[[Mapping[str, Any]], bool]:
+    parts = key.strip().split(".")
+    if parts[0] == "context" and len(parts) > 1:
+        parts = parts[1:]
+    if any(not p or p.startswith("__") for p in parts):
+        raise _structure_error(f"invalid key path {key!r}")
+
+    def check(context: Mapping[str, Any]) -> bool:
+        return _apply(op, _lookup(context, parts), expected)
+
+    return check
+
+
+def _lookup(context: Mapping[str, Any], parts: list[str]) -> Any:
+    value: Any = context
+    for part in parts:
+        if isinstance(value, Mapping):
+            value = value.get(part)
+        elif isinstance(value, list | tuple) and part.lstrip("-").isdigit():
+            index = int(part)
+            value = value[index] if -len(value) <= index < len(value) else None
+        else:
+            return None
+    return value
+
+
+def _apply(op: str, actual: Any, expected: Any) -> bool:
+    if op == "equals":
+        return bool(actual == expected)
+    if op == "not_equals":
+        return bool(actual != expected)
+    if op == "exists":
+        return (actual is not None) == bool(expected)
+    if op == "not_exists":
+        return (actual is None) == bool(expected)
+    if op == "contains":
+        return actual is not None and _contains(actual, expected)
+    if actual is None:
+        return False
+    try:
+        return bool(actual > expected) if op == "greater_than" else bool(actual < expected)
+    except TypeError as exc:
+        raise ExpressionError(
+            f"cannot compare {actual!r} with {expected!r}: {exc}", code="FP132"
+        ) from None
+
+
+def _contains(actual: Any, expected: Any) -> bool:
+    try:
+        return expected in actual
+    except TypeError:
+        return False
+
+
+def _structure_error(message: str, near: str | None = None) -> ExpressionError:
+    hint = "write {key: review.approved, equals: true}; combine with all: [...] / any: [...]"
+    if near:
+        close = difflib.get_close_matches(near, _STRUCTURED_KEYS, n=1)
+        if close:
+            hint = f"did you mean {close[0]!r}? " + hint
+    return ExpressionError(message, hint=hint)
