@@ -1,1 +1,49 @@
-"""providers."""
+"""Model providers: neutral message types, the provider protocol, and the registry/pool.
+
+Adapters (``scripted``, ``anthropic``, ``openai``, ``ollama``, ``replay``) are imported lazily
+by ``registry`` when a workflow uses them.
+"""
+
+from __future__ import annotations
+
+from .base import (
+    AssistantMessage,
+    Message,
+    ModelRequest,
+    ModelResponse,
+    Provider,
+    ToolCall,
+    ToolDefinition,
+    ToolResult,
+    ToolResultsMessage,
+    Usage,
+    UserMessage,
+    message_to_dict,
+)
+from .registry import (
+    ProviderEnv,
+    ProviderOverride,
+    ProviderPool,
+    override_from_env,
+    resolve_provider_class,
+)
+
+__all__ = [
+    "AssistantMessage",
+    "Message",
+    "ModelRequest",
+    "ModelResponse",
+    "Provider",
+    "ProviderEnv",
+    "ProviderOverride",
+    "ProviderPool",
+    "ToolCall",
+    "ToolDefinition",
+    "ToolResult",
+    "ToolResultsMessage",
+    "Usage",
+    "UserMessage",
+    "message_to_dict",
+    "override_from_env",
+    "resolve_provider_class",
+]
