@@ -1,0 +1,231 @@
+"""The conversation loop of one agent pass: model call, tool calls, structured-output repair.
+
+Turns: ``settings.max_turns`` bounds the model calls of the tool loop. When the answer of the
+last allowed call still asks for tools, the pass fails with ``MaxTurnsExceeded``. Repair
+re-prompts for bad structured output do not count as turns; they have their own bound,
+``settings.output_retries``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from ..errors import MaxTurnsExceeded, OutputValidationError, ProviderError
+from ..providers.base import (
+    AssistantMessage,
+    Message,
+    ModelRequest,
+    ModelResponse,
+    Provider,
+    ToolCall,
+    ToolDefinition,
+    ToolResult,
+    ToolResultsMessage,
+    Usage,
+    UserMessage,
+    message_to_dict,
+)
+from ..spec.tree import Task
+from .output import check_output, output_schema, repair_prompt
+
+LOG = logging.getLogger("prefect_folpipe.agent")
+EXCERPT_CHARS = 500
+
+
+@runtime_checkable
+class CallLedger(Protocol):
+    """What the loop asks of a budget ledger (``agent.budget.BudgetLedger`` implements it).
+
+    ``before_call`` runs before every model call and raises ``errors.BudgetExceeded`` to stop
+    it; ``after_call`` is told the call's usage and may return its cost (a float) to add to
+    ``TaskOutcome.cost``. Either may be a coroutine function.
+    """
+
+    def before_call(self, task: Task) -> Any: ...
+
+    def after_call(self, task: Task, usage: Usage) -> Any: ...
+
+
+class ToolDispatcher(Protocol):
+    """The part of ``tools.runtime.Toolbox`` the loop uses."""
+
+    def definitions(self) -> Sequence[ToolDefinition]: ...
+
+    async def call(self, call: ToolCall) -> ToolResult: ...
+
+
+@dataclass
+class Conversation:
+    """State and result of one agent pass."""
+
+    messages: list[Message] = field(default_factory=list)
+    text: str = ""
+    outputs: dict[str, Any] = field(default_factory=dict)
+    usage: Usage = field(default_factory=Usage)
+    model_calls: int = 0
+    tool_calls: int = 0
+    cost: float = 0.0
+    model: str | None = None
+    attempts: list[dict[str, Any]] = field(default_factory=list)
+    tool_log: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def transcript(self) -> list[dict[str, Any]]:
+        return [message_to_dict(message) for message in self.messages]
+
+    def stats(self) -> dict[str, Any]:
+        """Counters attached to an error raised mid-conversation (``exc.stats``)."""
+        return {
+            "model_calls": self.model_calls,
+            "tool_calls": self.tool_calls,
+            "usage": self.usage.to_dict(),
+        }
+
+
+@dataclass(frozen=True)
+class AgentPass:
+    """Everything fixed for one pass: who to ask, what to send, what to expect back."""
+
+    task: Task
+    provider: Provider
+    system: str
+    user_message: str
+    tools: ToolDispatcher | None = None
+    output_types: Mapping[str, str | None] = field(default_factory=dict)
+    iteration: int | None = None
+    ledger: CallLedger | None = None
+    logger: logging.Logger | logging.LoggerAdapter[Any] | None = None
+
+
+async def converse(agent: AgentPass) -> Conversation:
+    """Run the loop until a final answer (validated when outputs are declared)."""
+    convo = Conversation(messages=[UserMessage(agent.user_message)])
+    try:
+        await _run(agent, convo)
+    except (MaxTurnsExceeded, OutputValidationError, ProviderError) as exc:
+        exc.stats = convo.stats()  # type: ignore[attr-defined]
+        if isinstance(exc, ProviderError) and exc.provider is None:
+            exc.provider = str(getattr(agent.provider, "name", None) or "provider")
+        raise
+    return convo
+
+
+async def _run(agent: AgentPass, convo: Conversation) -> None:
+    settings = agent.task.settings
+    definitions = tuple(agent.tools.definitions()) if agent.tools is not None else ()
+    turns = 0
+    repairs = 0
+    while True:
+        response = await _call_model(agent, convo, definitions)
+        convo.messages.append(AssistantMessage(response.text, tuple(response.tool_calls)))
+        if response.tool_calls:
+            turns += 1
+            if turns >= settings.max_turns:
+                raise _max_turns(agent.task, settings.max_turns)
+            results = await _dispatch(agent, response.tool_calls)
+            convo.tool_calls += len(results)
+            convo.messages.append(ToolResultsMessage(results))
+            continue
+        convo.text = response.text
+        if not agent.output_types:
+            return
+        check = check_output(response.text, agent.output_types)
+        if check.ok:
+            convo.outputs = check.outputs
+            return
+        convo.attempts.append({"text": response.text, "errors": list(check.errors)})
+        if repairs >= settings.output_retries:
+            raise _bad_output(agent.task, convo.attempts)
+        repairs += 1
+        convo.messages.append(UserMessage(repair_prompt(check.errors, agent.output_types)))
+
+
+async def _call_model(
+    agent: AgentPass, convo: Conversation, definitions: tuple[ToolDefinition, ...]
+) -> ModelResponse:
+    request = build_request(agent, tuple(convo.messages), definitions)
+    if agent.ledger is not None:
+        await _maybe_await(agent.ledger.before_call(agent.task))
+    logger = agent.logger or LOG
+    logger.debug("task %r: model call %d", agent.task.path, convo.model_calls + 1)
+    response = await agent.provider.complete(request)
+    convo.model_calls += 1
+    convo.usage = convo.usage + response.usage
+    convo.model = response.model or convo.model or request.model
+    if agent.ledger is not None:
+        cost = await _maybe_await(agent.ledger.after_call(agent.task, response.usage))
+        if isinstance(cost, int | float) and not isinstance(cost, bool):
+            convo.cost += float(cost)
+    return response
+
+
+def build_request(
+    agent: AgentPass, messages: tuple[Message, ...], tools: tuple[ToolDefinition, ...]
+) -> ModelRequest:
+    """The neutral request for the next call, with the task's model settings."""
+    config = agent.task.provider.config if agent.task.provider is not None else None
+    return ModelRequest(
+        system=agent.system,
+        messages=messages,
+        tools=tools,
+        model=config.model if config else None,
+        temperature=config.temperature if config else None,
+        max_tokens=config.max_tokens if config else None,
+        output_schema=output_schema(agent.output_types),
+        task_path=agent.task.path,
+        task_name=agent.task.name,
+        iteration=agent.iteration,
+        options=dict(config.model_extra or {}) if config else {},
+    )
+
+
+async def _dispatch(agent: AgentPass, calls: Sequence[ToolCall]) -> tuple[ToolResult, ...]:
+    """Run every call of one turn concurrently; answers come back in call order."""
+    return tuple(await asyncio.gather(*(_call_tool(agent, call) for call in calls)))
+
+
+async def _call_tool(agent: AgentPass, call: ToolCall) -> ToolResult:
+    if agent.tools is None:
+        return ToolResult(call.id, call.name, f"unknown tool {call.name!r}: no tools", True)
+    try:
+        result = await agent.tools.call(call)
+    except Exception as exc:  # Toolbox.call reports failures itself; this is a safety net
+        (agent.logger or LOG).warning("tool %r raised: %s", call.name, exc)
+        return ToolResult(call.id, call.name, f"tool {call.name!r} failed: {exc}", True)
+    if result.call_id != call.id:
+        result = ToolResult(call.id, result.name, result.content, result.is_error)
+    return result
+
+
+async def _maybe_await(value: Any) -> Any:
+    return await value if inspect.isawaitable(value) else value
+
+
+def _max_turns(task: Task, max_turns: int) -> MaxTurnsExceeded:
+    exc = MaxTurnsExceeded(
+        f"task {task.path or task.name!r}: the model was still calling tools after "
+        f"{max_turns} turn(s) (settings.max_turns)"
+    )
+    exc.hint = "raise settings.max_turns or simplify the task"  # type: ignore[attr-defined]
+    return exc
+
+
+def _bad_output(task: Task, attempts: list[dict[str, Any]]) -> OutputValidationError:
+    lines = [
+        f"task {task.path or task.name!r}: the answer did not match the declared output after "
+        f"{len(attempts)} attempt(s):"
+    ]
+    for number, attempt in enumerate(attempts, 1):
+        excerpt = attempt["text"]
+        if len(excerpt) > EXCERPT_CHARS:
+            excerpt = excerpt[:EXCERPT_CHARS] + "..."
+        lines.append(f"  attempt {number}: {'; '.join(attempt['errors'])}")
+        lines.append(f"    answer: {excerpt!r}")
+    exc = OutputValidationError("\n".join(lines), attempts)
+    exc.hint = "make the instructions ask for the declared keys and types"  # type: ignore[attr-defined]
+    return exc

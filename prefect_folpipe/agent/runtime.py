@@ -1,0 +1,208 @@
+"""``run_task``: one task folder's hooks and agent pass, turned into a ``TaskOutcome``.
+
+Phases (``phase=``):
+
+* ``single`` — pre_run hook, agent pass, post_run hook (a leaf task);
+* ``first`` — pre_run hook and the first agent pass of a task that also has children;
+* ``final`` — the final agent pass over the children's outputs, then the post_run hook.
+
+A task without instructions only runs its hooks. The caller's ``context`` is never mutated:
+the task works on a deep copy, and ``TaskOutcome.delta`` is what the caller merges.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from ..errors import ConfigError, MissingInputError
+from ..providers.base import Provider
+from ..providers.registry import NO_PROVIDER_MESSAGE, provider_name
+from ..spec.tree import Task, Workflow
+from .loop import AgentPass, CallLedger, Conversation, converse
+from .result import TaskOutcome
+
+Phase = Literal["single", "first", "final"]
+PHASES: tuple[str, ...] = ("single", "first", "final")
+ENV_KEY = "_env"
+LOG = logging.getLogger("prefect_folpipe.agent")
+
+
+async def run_task(
+    task: Task,
+    workflow: Workflow,
+    context: Mapping[str, Any] | None,
+    *,
+    provider: Provider | None,
+    phase: Phase = "single",
+    iteration: int | None = None,
+    logger: logging.Logger | logging.LoggerAdapter[Any] | None = None,
+    ledger: CallLedger | None = None,
+) -> TaskOutcome:
+    """Run ``task``'s hooks and agent pass for ``phase`` over a copy of ``context``."""
+    if phase not in PHASES:
+        raise ValueError(f"phase must be one of {PHASES}, got {phase!r}")
+    logger = logger or LOG
+    before = copy.deepcopy(dict(context or {}))
+    working = copy.deepcopy(before)
+    working[ENV_KEY] = env_of(task, workflow)
+    if phase != "final" and "pre_run" in task.hooks:
+        working = await _hook("pre_run", task, workflow, working, logger)
+        working[ENV_KEY] = env_of(task, workflow)
+    outcome = TaskOutcome(delta={})
+    output_keys: tuple[str, ...] = ()
+    if task.runs_agent:
+        if provider is None:
+            raise ConfigError(NO_PROVIDER_MESSAGE, code="FP300")
+        convo, prompt = await _agent_pass(
+            task, workflow, working, provider, iteration, logger, ledger, phase
+        )
+        output_keys = _apply_answer(task, working, convo)
+        _fill_outcome(outcome, convo, prompt, provider)
+    if phase != "first" and "post_run" in task.hooks:
+        working = await _hook("post_run", task, workflow, working, logger)
+    outcome.delta = compute_delta(before, working, output_keys)
+    return outcome
+
+
+def env_of(task: Task, workflow: Workflow) -> dict[str, str]:
+    """The ``_env`` key injected before each agent call (spec §2.4)."""
+    return {"cwd": str(Path(workflow.root_dir).absolute()), "task_dir": task.rel_dir}
+
+
+def scoped_input(task: Task, context: Mapping[str, Any], phase: Phase = "single") -> dict[str, Any]:
+    """What the agent sees: every key, or only ``input.required`` + ``input.optional`` + ``_env``.
+
+    In the ``final`` phase the children's results (their names and declared output keys) are
+    visible as well. A missing required key raises ``MissingInputError`` naming it.
+    """
+    spec = task.config.input
+    if spec is None:
+        return dict(context)
+    missing = [key for key in spec.required if key not in context]
+    if missing:
+        exc = MissingInputError(
+            f"task {task.path or task.name!r}: required input key(s) "
+            f"{', '.join(repr(k) for k in missing)} missing from the context"
+        )
+        exc.hint = "produce the key in an earlier task, or pass it with --context"  # type: ignore[attr-defined]
+        exc.missing = missing  # type: ignore[attr-defined]
+        raise exc
+    visible = [*spec.required, *spec.optional]
+    if phase == "final":
+        for child in task.children:
+            visible.extend([child.name, *child.config.output_keys])
+    view = {key: context[key] for key in dict.fromkeys(visible) if key in context}
+    view[ENV_KEY] = context.get(ENV_KEY)
+    return view
+
+
+def system_prompt_of(task: Task, reference_text: str = "") -> str:
+    """The system prompt as sent: the task's prompt plus the reference-tools text."""
+    prompt = task.system_prompt if task.system_prompt is not None else task.instructions or ""
+    if reference_text.strip():
+        prompt = f"{prompt.rstrip()}\n\n{reference_text.strip()}"
+    return prompt
+
+
+async def _agent_pass(
+    task: Task,
+    workflow: Workflow,
+    working: dict[str, Any],
+    provider: Provider,
+    iteration: int | None,
+    logger: logging.Logger | logging.LoggerAdapter[Any],
+    ledger: CallLedger | None,
+    phase: Phase,
+) -> tuple[Conversation, str]:
+    view = scoped_input(task, working, phase)
+    user_message = json.dumps(view, indent=2, ensure_ascii=False, default=str)
+    toolbox = _make_toolbox(task, workflow, working, logger)
+    try:
+        prompt = system_prompt_of(task, toolbox.reference_text())
+        convo = await converse(
+            AgentPass(
+                task=task,
+                provider=provider,
+                system=prompt,
+                user_message=user_message,
+                tools=toolbox,
+                output_types=task.config.output_types,
+                iteration=iteration,
+                ledger=ledger,
+                logger=logger,
+            )
+        )
+        convo.tool_log = list(getattr(toolbox, "log", []))
+    finally:
+        await toolbox.aclose()
+    return convo, prompt
+
+
+def _make_toolbox(
+    task: Task,
+    workflow: Workflow,
+    context: dict[str, Any],
+    logger: logging.Logger | logging.LoggerAdapter[Any],
+) -> Any:
+    from ..tools.runtime import Toolbox
+
+    return Toolbox(task, workflow, context, logger=logger)
+
+
+async def _hook(
+    stage: str,
+    task: Task,
+    workflow: Workflow,
+    working: dict[str, Any],
+    logger: logging.Logger | logging.LoggerAdapter[Any],
+) -> dict[str, Any]:
+    from ..tools.hooks import run_hook
+
+    returned = await run_hook(
+        stage, task.hooks[stage], context=working, task=task, workflow=workflow, logger=logger
+    )
+    return dict(returned) if isinstance(returned, Mapping) else working
+
+
+def _apply_answer(task: Task, working: dict[str, Any], convo: Conversation) -> tuple[str, ...]:
+    """Write the answer into the working context (so post_run sees it); return its keys."""
+    if task.config.output is None:
+        working[task.name] = convo.text
+        return (task.name,)
+    working.update(copy.deepcopy(convo.outputs))
+    working[task.name] = copy.deepcopy(convo.outputs)
+    return (*convo.outputs, task.name)
+
+
+def _fill_outcome(
+    outcome: TaskOutcome, convo: Conversation, prompt: str, provider: Provider
+) -> None:
+    outcome.text = convo.text
+    outcome.outputs = dict(convo.outputs)
+    outcome.usage = convo.usage
+    outcome.model_calls = convo.model_calls
+    outcome.tool_calls = convo.tool_calls
+    outcome.cost = convo.cost
+    outcome.prompt = prompt
+    outcome.transcript = convo.transcript
+    outcome.tool_log = list(convo.tool_log)
+    outcome.model = convo.model
+    outcome.provider = provider_name(provider)
+
+
+def compute_delta(
+    before: Mapping[str, Any], after: Mapping[str, Any], output_keys: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """Output keys (always) plus every key added or changed since ``before``, minus ``_env``."""
+    delta = {key: after[key] for key in output_keys if key in after}
+    for key, value in after.items():
+        if key == ENV_KEY or key in delta:
+            continue
+        if key not in before or before[key] != value:
+            delta[key] = value
+    return delta
