@@ -121,9 +121,9 @@ async def _agent_pass(
 ) -> tuple[Conversation, str]:
     view = scoped_input(task, working, phase)
     user_message = json.dumps(view, indent=2, ensure_ascii=False, default=str)
-    toolbox = _make_toolbox(task, workflow, working, logger)
+    toolbox = _make_toolbox(task, workflow, working, logger) if task.tools else None
     try:
-        prompt = system_prompt_of(task, toolbox.reference_text())
+        prompt = system_prompt_of(task, toolbox.reference_text() if toolbox else "")
         convo = await converse(
             AgentPass(
                 task=task,
@@ -139,7 +139,8 @@ async def _agent_pass(
         )
         convo.tool_log = list(getattr(toolbox, "log", []))
     finally:
-        await toolbox.aclose()
+        if toolbox is not None:
+            await toolbox.aclose()
     return convo, prompt
 
 
