@@ -16,6 +16,7 @@ import difflib
 import importlib
 import inspect
 import os
+import threading
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
@@ -268,6 +269,7 @@ class ProviderPool:
         self.call_guard = call_guard
         self.record = record
         self._instances: dict[str, Provider] = {}
+        self._lock = threading.Lock()
 
     def for_task(self, task: Task) -> Provider:
         """The provider of ``task`` (the override's when one is set), shared across the run."""
@@ -277,11 +279,12 @@ class ProviderPool:
             raise ConfigError(NO_PROVIDER_MESSAGE, code="FP300")
         else:
             key, block, env = self._task_block(task.provider)
-        provider = self._instances.get(key)
-        if provider is None:
-            factory = resolve_provider_class(block.type or env.name, block.module)
-            provider = build_provider(factory, block, env)
-            self._instances[key] = provider
+        with self._lock:  # tasks may ask from worker threads; build each provider once
+            provider = self._instances.get(key)
+            if provider is None:
+                factory = resolve_provider_class(block.type or env.name, block.module)
+                provider = build_provider(factory, block, env)
+                self._instances[key] = provider
         if self.call_guard is None:
             return provider
         guard = self.call_guard
