@@ -1,0 +1,215 @@
+"""Helpers shared by the SDK-backed adapters: API keys, error mapping, install hints.
+
+Nothing here imports an SDK; each adapter maps its own exception classes onto
+``provider_error`` / ``status_error``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import importlib
+import os
+import time
+from collections.abc import Callable, Mapping
+from types import ModuleType
+from typing import Any
+
+from ..errors import ConfigError, ProviderError, ProviderErrorKind
+from ..spec.config import ProviderConfig
+
+SecretResolver = Callable[[str], str]
+
+DEFAULT_MAX_TOKENS = 4096
+
+
+def import_sdk(module: str, extra: str) -> ModuleType:
+    """Import an optional SDK, or fail with the ``pip install`` line that provides it."""
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise ConfigError(
+            f"the {module!r} package is not installed",
+            code="FP321",
+            hint=f"pip install 'prefect-folpipe[{extra}]'",
+        ) from None
+
+
+def resolve_api_key(
+    config: ProviderConfig,
+    *,
+    provider: str,
+    default_env: str | None,
+    secret_resolver: SecretResolver | None,
+    required: bool = True,
+) -> str | None:
+    """The API key from ``api_key_secret`` (a Prefect Secret block) or ``api_key_env``.
+
+    The key never appears in a message: errors only name the variable or the block.
+    """
+    if config.api_key_secret:
+        return _key_from_secret(config.api_key_secret, provider, secret_resolver)
+    env_name = config.api_key_env or default_env
+    value = os.environ.get(env_name, "").strip() if env_name else ""
+    if value or not required:
+        return value or None
+    raise ConfigError(
+        f"provider {provider!r} has no API key: environment variable {env_name} is not set",
+        code="FP322",
+        hint=f"export {env_name}=..., or set `api_key_secret: <block>` to read a Prefect Secret",
+    )
+
+
+def _key_from_secret(block: str, provider: str, resolver: SecretResolver | None) -> str:
+    if resolver is None:
+        raise ConfigError(
+            f"provider {provider!r} reads its API key from the Prefect Secret block {block!r}, "
+            "but no secret resolver is available here",
+            code="FP322",
+            hint="run the workflow through folpipe / folder_to_flow, or use `api_key_env`",
+        )
+    try:
+        value = resolver(block)
+    except Exception as exc:
+        raise ConfigError(
+            f"provider {provider!r}: the Prefect Secret block {block!r} could not be read "
+            f"({type(exc).__name__})",
+            code="FP322",
+            hint=f"create it: prefect block create secret (name {block!r})",
+        ) from None
+    if not value:
+        raise ConfigError(
+            f"provider {provider!r}: the Prefect Secret block {block!r} is empty",
+            code="FP322",
+            hint="store the API key in the block",
+        )
+    return value
+
+
+def model_name(config: ProviderConfig, requested: str | None, provider: str) -> str:
+    """The model to call: the request's (task ``agent.model``), else the block's."""
+    model = requested or config.model
+    if not model:
+        raise ConfigError(
+            f"provider {provider!r} has no model configured",
+            code="FP326",
+            hint="set `model:` in the provider block of the root task.yaml or in `agent:`",
+        )
+    return model
+
+
+def kind_for_status(status: int) -> ProviderErrorKind:
+    """Map an HTTP status to an error kind (429/5xx/408 retryable; other 4xx not)."""
+    if status == 429:
+        return "rate_limit"
+    if status in (401, 403):
+        return "auth"
+    if status == 408:
+        return "timeout"
+    if status >= 500:
+        return "server_error"
+    return "bad_request"
+
+
+def retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:
+    """``retry-after-ms`` / ``Retry-After`` (seconds or an HTTP date) as seconds, if given."""
+    if not headers:
+        return None
+    lowered = {str(k).lower(): str(v) for k, v in headers.items()}
+    if "retry-after-ms" in lowered:
+        try:
+            return max(0.0, float(lowered["retry-after-ms"]) / 1000.0)
+        except ValueError:
+            pass
+    raw = lowered.get("retry-after")
+    if raw is None:
+        return None
+    try:
+        return max(0.0, float(raw))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(raw)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def provider_error(
+    message: str,
+    *,
+    kind: ProviderErrorKind,
+    provider: str,
+    retry_after: float | None = None,
+    code: str | None = None,
+    secret: str | None = None,
+) -> ProviderError:
+    """A ProviderError whose message never contains ``secret``."""
+    if secret:
+        message = message.replace(secret, "[REDACTED]")
+    error = ProviderError(message, kind=kind, provider=provider, retry_after=retry_after)
+    if code:
+        error.code = code  # type: ignore[misc]
+    return error
+
+
+def status_error(
+    status: int,
+    detail: str,
+    *,
+    provider: str,
+    headers: Mapping[str, str] | None = None,
+    secret: str | None = None,
+) -> ProviderError:
+    """The ProviderError for an HTTP error answer of the model API."""
+    kind = kind_for_status(status)
+    wait = retry_after_seconds(headers) if kind in ("rate_limit", "server_error") else None
+    return provider_error(
+        f"{provider} API returned HTTP {status} ({kind}): {_short(detail)}",
+        kind=kind,
+        provider=provider,
+        retry_after=wait,
+        secret=secret,
+    )
+
+
+def connection_error(exc: BaseException, *, provider: str, timed_out: bool) -> ProviderError:
+    """A timeout or a connection failure (both retryable, kind ``timeout``)."""
+    what = "timed out" if timed_out else "could not connect"
+    return provider_error(
+        f"{provider} API call {what} ({type(exc).__name__})", kind="timeout", provider=provider
+    )
+
+
+def _short(text: str, limit: int = 500) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+class LoopClients:
+    """One SDK client per event loop: httpx async clients must not cross loops."""
+
+    def __init__(self, factory: Callable[[], Any]) -> None:
+        self._factory = factory
+        self._clients: dict[int, tuple[asyncio.AbstractEventLoop, Any]] = {}
+
+    def get(self) -> Any:
+        loop = asyncio.get_running_loop()
+        entry = self._clients.get(id(loop))
+        if entry is None or entry[0] is not loop:
+            entry = (loop, self._factory())
+            self._clients[id(loop)] = entry
+        return entry[1]
+
+    async def aclose(self) -> None:
+        """Close the clients of the running loop; drop the others (their loops are gone)."""
+        loop = asyncio.get_running_loop()
+        clients, self._clients = self._clients, {}
+        for owner, client in clients.values():
+            if owner is loop:
+                await client.close()
+
+
+def option(config: ProviderConfig, request_value: Any, key: str) -> Any:
+    """A request setting, falling back to the provider block's."""
+    return request_value if request_value is not None else getattr(config, key, None)

@@ -1,0 +1,264 @@
+"""Ollama adapter: local models through the native ``ollama`` client (``/api/chat``).
+
+Why the native API and not Ollama's OpenAI-compatible ``/v1``: the native API says what a
+model can do (``/api/show`` lists ``capabilities``), so a task with tools fails *before the run*
+when its model cannot call tools, instead of the model ignoring them; it takes a JSON schema
+as ``format`` for typed outputs; and it reports token counts for every call. To use ``/v1``
+anyway, declare ``type: openai`` with ``base_url: http://localhost:11434/v1``.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import json
+from pathlib import Path
+from typing import Any, ClassVar
+
+import httpx
+
+from ..errors import ConfigError
+from ..spec.config import ProviderConfig
+from ..spec.tree import Task
+from ._sdk import (
+    LoopClients,
+    SecretResolver,
+    connection_error,
+    import_sdk,
+    model_name,
+    option,
+    provider_error,
+    resolve_api_key,
+    status_error,
+)
+from .base import (
+    AssistantMessage,
+    Message,
+    ModelRequest,
+    ModelResponse,
+    ToolCall,
+    ToolResultsMessage,
+    Usage,
+    UserMessage,
+)
+
+DEFAULT_HOST = "http://localhost:11434"
+
+_error_headers: contextvars.ContextVar[httpx.Headers | None] = contextvars.ContextVar(
+    "ollama_error_headers", default=None
+)
+
+
+async def _keep_error_headers(response: httpx.Response) -> None:
+    """httpx response hook: the ollama client drops headers (``Retry-After``) on errors."""
+    if response.status_code >= 400:
+        _error_headers.set(response.headers)
+
+
+class OllamaProvider:
+    """Local (or remote) Ollama models via ``ollama.AsyncClient``."""
+
+    name: ClassVar[str] = "ollama"
+    supports_tools: bool = True
+    """Becomes ``False`` once ``check_capabilities`` learns the model cannot call tools."""
+
+    def __init__(
+        self,
+        config: ProviderConfig,
+        *,
+        secret_resolver: SecretResolver | None = None,
+        workflow_root: Path | None = None,
+    ) -> None:
+        self.config = config
+        self._secret_resolver = secret_resolver
+        self._api_key: str | None = None
+        self._clients = LoopClients(self._new_client)
+        self._tool_support: dict[str, bool] = {}
+
+    @classmethod
+    def from_config(cls, config: ProviderConfig, env: Any) -> OllamaProvider:
+        """Registry hook: build from a provider block and a ``ProviderEnv``."""
+        return cls(config, secret_resolver=env.secret_resolver, workflow_root=env.workflow_root)
+
+    def _new_client(self) -> Any:
+        sdk = import_sdk("ollama", "ollama")
+        # a key is optional (Ollama's hosted API, or a proxy in front of a local server)
+        self._api_key = resolve_api_key(
+            self.config,
+            provider=self.name,
+            default_env=None,
+            secret_resolver=self._secret_resolver,
+            required=False,
+        )
+        headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else None
+        return sdk.AsyncClient(
+            host=self.config.base_url or DEFAULT_HOST,
+            timeout=self.config.timeout,
+            headers=headers,
+            follow_redirects=False,
+            event_hooks={"response": [_keep_error_headers]},
+        )
+
+    async def check_capabilities(self, task: Task) -> None:
+        """Fail before the run when ``task`` has tools and its model cannot call them."""
+        if not any(tool.executable for tool in task.tools):
+            return
+        model = model_name(self.config, _task_model(task), self.name)
+        if await self._model_calls_tools(model):
+            return
+        self.supports_tools = False
+        raise ConfigError(
+            f"task {task.path or '<root>'!r} has tools, but the Ollama model {model!r} "
+            "cannot call tools",
+            code="FP323",
+            hint="pick a model with tool support (ollama show <model> lists 'tools' under "
+            "Capabilities), or remove the task's tools",
+        )
+
+    async def _model_calls_tools(self, model: str) -> bool:
+        if model not in self._tool_support:
+            info = await self._call(self._clients.get().show, model)
+            capabilities = info.capabilities
+            if capabilities is not None:
+                self._tool_support[model] = "tools" in capabilities
+            else:  # servers before capabilities existed: tool models template `.Tools`
+                self._tool_support[model] = ".Tools" in (info.template or "")
+        return self._tool_support[model]
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        kwargs = build_request(request, self.config)
+        answer = await self._call(self._clients.get().chat, **kwargs)
+        return parse_response(answer, request)
+
+    async def _call(self, method: Any, *args: Any, **kwargs: Any) -> Any:
+        sdk = import_sdk("ollama", "ollama")
+        _error_headers.set(None)
+        try:
+            return await method(*args, **kwargs)
+        except sdk.ResponseError as exc:
+            raise status_error(
+                exc.status_code,
+                exc.error,
+                provider=self.name,
+                headers=_error_headers.get(),
+                secret=self._api_key,
+            ) from None
+        except httpx.TimeoutException as exc:
+            raise connection_error(exc, provider=self.name, timed_out=True) from None
+        except (ConnectionError, httpx.TransportError) as exc:
+            raise connection_error(exc, provider=self.name, timed_out=False) from None
+
+    async def aclose(self) -> None:
+        await self._clients.aclose()
+
+
+def _task_model(task: Task) -> str | None:
+    return task.provider.model if task.provider else None
+
+
+def build_request(request: ModelRequest, config: ProviderConfig) -> dict[str, Any]:
+    """Keyword arguments of ``AsyncClient.chat`` for one request."""
+    kwargs: dict[str, Any] = {
+        "model": model_name(config, request.model, "ollama"),
+        "messages": to_messages(request.system, request.messages),
+        "stream": False,
+    }
+    if request.tools:
+        kwargs["tools"] = [
+            {
+                "type": "function",
+                "function": {
+                    "name": t.name,
+                    "description": t.description,
+                    "parameters": dict(t.parameters),
+                },
+            }
+            for t in request.tools
+        ]
+    options: dict[str, Any] = {}
+    temperature = option(config, request.temperature, "temperature")
+    if temperature is not None:
+        options["temperature"] = temperature
+    max_tokens = option(config, request.max_tokens, "max_tokens")
+    if max_tokens is not None:
+        options["num_predict"] = max_tokens
+    if options:
+        kwargs["options"] = options
+    if request.output_schema is not None and config.json_mode is not False:
+        kwargs["format"] = dict(request.output_schema)
+    return kwargs
+
+
+def to_messages(system: str, messages: tuple[Message, ...]) -> list[dict[str, Any]]:
+    """The system prompt and the neutral messages as Ollama chat messages."""
+    out: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
+    for message in messages:
+        if isinstance(message, UserMessage):
+            out.append({"role": "user", "content": message.content})
+        elif isinstance(message, ToolResultsMessage):
+            out.extend(
+                {
+                    "role": "tool",
+                    "tool_name": r.name,
+                    "content": f"ERROR: {r.content}" if r.is_error else r.content,
+                }
+                for r in message.results
+            )
+        else:
+            out.append(_assistant(message))
+    return out
+
+
+def _assistant(message: AssistantMessage) -> dict[str, Any]:
+    entry: dict[str, Any] = {"role": "assistant", "content": message.text}
+    if message.tool_calls:
+        entry["tool_calls"] = [
+            {"function": {"name": c.name, "arguments": dict(c.arguments)}}
+            for c in message.tool_calls
+        ]
+    return entry
+
+
+def parse_response(answer: Any, request: ModelRequest) -> ModelResponse:
+    """``ModelResponse`` from a ``ChatResponse``.
+
+    Ollama's tool calls carry no ids; each gets one derived from its position in the
+    conversation, so a replayed conversation produces the same ids.
+    """
+    message = answer.message
+    turn = len(request.messages)
+    calls = tuple(
+        ToolCall(
+            getattr(call, "id", None) or f"call_{turn}_{index}",
+            call.function.name,
+            _arguments(call.function.arguments),
+        )
+        for index, call in enumerate(message.tool_calls or ())
+    )
+    reason = answer.done_reason
+    if reason == "length" and calls:
+        raise provider_error(
+            "ollama: the answer was cut off at max_tokens in the middle of a tool call; "
+            "raise `max_tokens`",
+            kind="bad_request",
+            provider="ollama",
+            code="FP325",
+        )
+    stop = "tool_use" if calls else {"stop": "end_turn", "length": "max_tokens"}.get(reason or "")
+    return ModelResponse(
+        text=message.content or "",
+        tool_calls=calls,
+        usage=Usage(
+            input_tokens=answer.prompt_eval_count or 0, output_tokens=answer.eval_count or 0
+        ),
+        stop_reason=stop or reason,
+        model=answer.model,
+    )
+
+
+def _arguments(raw: Any) -> dict[str, Any]:
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except json.JSONDecodeError:
+            return {"__invalid_json__": raw}
+    return dict(raw or {})

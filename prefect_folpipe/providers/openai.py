@@ -1,0 +1,254 @@
+"""OpenAI adapter: chat completions with function calling through the official ``openai`` SDK.
+
+``base_url`` points it at any OpenAI-compatible server (vLLM, LM Studio, Ollama's ``/v1``);
+such servers often need no key, so a key is only required for the official endpoint. When the
+task declares typed outputs the request asks for JSON through ``response_format`` (a JSON
+schema) unless ``json_mode: false``. The SDK's own retries are off: Prefect retries.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, ClassVar
+
+from ..spec.config import ProviderConfig
+from ..spec.tree import Task
+from ._sdk import (
+    LoopClients,
+    SecretResolver,
+    connection_error,
+    import_sdk,
+    model_name,
+    option,
+    provider_error,
+    resolve_api_key,
+    status_error,
+)
+from .base import (
+    AssistantMessage,
+    Message,
+    ModelRequest,
+    ModelResponse,
+    ToolCall,
+    ToolResultsMessage,
+    Usage,
+    UserMessage,
+)
+
+NO_KEY_PLACEHOLDER = "not-needed"
+"""Sent to OpenAI-compatible servers that take no key (the SDK insists on one)."""
+INVALID_ARGUMENTS_KEY = "__invalid_json__"
+
+
+class OpenAIProvider:
+    """GPT models, or any OpenAI-compatible server via ``base_url``."""
+
+    name: ClassVar[str] = "openai"
+    supports_tools: bool = True
+
+    def __init__(
+        self,
+        config: ProviderConfig,
+        *,
+        secret_resolver: SecretResolver | None = None,
+        workflow_root: Path | None = None,
+    ) -> None:
+        self.config = config
+        self._secret_resolver = secret_resolver
+        self._api_key: str | None = None
+        self._clients = LoopClients(self._new_client)
+
+    @classmethod
+    def from_config(cls, config: ProviderConfig, env: Any) -> OpenAIProvider:
+        """Registry hook: build from a provider block and a ``ProviderEnv``."""
+        return cls(config, secret_resolver=env.secret_resolver, workflow_root=env.workflow_root)
+
+    def _new_client(self) -> Any:
+        sdk = import_sdk("openai", "openai")
+        self._api_key = resolve_api_key(
+            self.config,
+            provider=self.name,
+            default_env="OPENAI_API_KEY",
+            secret_resolver=self._secret_resolver,
+            required=self.config.base_url is None,
+        )
+        kwargs: dict[str, Any] = {
+            "api_key": self._api_key or NO_KEY_PLACEHOLDER,
+            "max_retries": 0,
+        }
+        if self.config.base_url:
+            kwargs["base_url"] = self.config.base_url
+        if self.config.timeout is not None:
+            kwargs["timeout"] = self.config.timeout
+        return sdk.AsyncOpenAI(**kwargs)
+
+    async def check_capabilities(self, task: Task) -> None:
+        """Function calling is assumed for OpenAI and compatible servers."""
+        return None
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        client = self._clients.get()
+        kwargs = build_request(request, self.config)
+        sdk = import_sdk("openai", "openai")
+        try:
+            completion = await client.chat.completions.create(**kwargs)
+        except sdk.APIStatusError as exc:
+            raise status_error(
+                exc.status_code,
+                _error_detail(exc),
+                provider=self.name,
+                headers=exc.response.headers,
+                secret=self._api_key,
+            ) from None
+        except sdk.APITimeoutError as exc:
+            raise connection_error(exc, provider=self.name, timed_out=True) from None
+        except sdk.APIConnectionError as exc:
+            raise connection_error(exc, provider=self.name, timed_out=False) from None
+        return parse_response(completion, request, provider=self.name)
+
+    async def aclose(self) -> None:
+        await self._clients.aclose()
+
+
+def build_request(request: ModelRequest, config: ProviderConfig) -> dict[str, Any]:
+    """Keyword arguments of ``chat.completions.create`` for one request."""
+    kwargs: dict[str, Any] = {
+        "model": model_name(config, request.model, "openai"),
+        "messages": to_messages(request.system, request.messages),
+    }
+    if request.tools:
+        kwargs["tools"] = [
+            {
+                "type": "function",
+                "function": {
+                    "name": t.name,
+                    "description": t.description,
+                    "parameters": dict(t.parameters),
+                },
+            }
+            for t in request.tools
+        ]
+    temperature = option(config, request.temperature, "temperature")
+    if temperature is not None:
+        kwargs["temperature"] = temperature
+    max_tokens = option(config, request.max_tokens, "max_tokens")
+    if max_tokens is not None:
+        # the official API wants max_completion_tokens; compatible servers know max_tokens
+        key = "max_tokens" if config.base_url else "max_completion_tokens"
+        kwargs[key] = max_tokens
+    if request.output_schema is not None and config.json_mode is not False:
+        kwargs["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {"name": "task_output", "schema": dict(request.output_schema)},
+        }
+    return kwargs
+
+
+def to_messages(system: str, messages: tuple[Message, ...]) -> list[dict[str, Any]]:
+    """The system prompt and the neutral messages as chat-completion messages."""
+    out: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
+    for message in messages:
+        if isinstance(message, UserMessage):
+            out.append({"role": "user", "content": message.content})
+        elif isinstance(message, ToolResultsMessage):
+            out.extend(
+                {
+                    "role": "tool",
+                    "tool_call_id": r.call_id,
+                    "content": f"ERROR: {r.content}" if r.is_error else r.content,
+                }
+                for r in message.results
+            )
+        else:
+            out.append(_assistant(message))
+    return out
+
+
+def _assistant(message: AssistantMessage) -> dict[str, Any]:
+    entry: dict[str, Any] = {"role": "assistant", "content": message.text or None}
+    if message.tool_calls:
+        entry["tool_calls"] = [
+            {
+                "id": c.id,
+                "type": "function",
+                "function": {"name": c.name, "arguments": json.dumps(dict(c.arguments))},
+            }
+            for c in message.tool_calls
+        ]
+    elif entry["content"] is None:
+        entry["content"] = ""
+    return entry
+
+
+_FINISH_REASONS = {"stop": "end_turn", "tool_calls": "tool_use", "length": "max_tokens"}
+
+
+def parse_response(completion: Any, request: ModelRequest, *, provider: str) -> ModelResponse:
+    """``ModelResponse`` from a ``ChatCompletion``; refusals and truncated tool calls raise."""
+    if not completion.choices:
+        raise provider_error(
+            f"{provider}: the answer has no choices", kind="server_error", provider=provider
+        )
+    choice = completion.choices[0]
+    message = choice.message
+    calls = tuple(_tool_call(c) for c in message.tool_calls or ())
+    finish = choice.finish_reason
+    where = f"task {request.task_path or request.task_name or '<root>'!r}"
+    if getattr(message, "refusal", None) or finish == "content_filter":
+        raise provider_error(
+            f"{provider}: the model refused to answer ({where})",
+            kind="bad_request",
+            provider=provider,
+            code="FP324",
+        )
+    if finish == "length" and calls:
+        raise provider_error(
+            f"{provider}: the answer was cut off at max_tokens in the middle of a tool call "
+            f"({where}); raise `max_tokens` in the provider block or the task's `agent:`",
+            kind="bad_request",
+            provider=provider,
+            code="FP325",
+        )
+    return ModelResponse(
+        text=message.content or "",
+        tool_calls=calls,
+        usage=usage_of(completion.usage),
+        stop_reason=_FINISH_REASONS.get(finish or "", finish),
+        model=completion.model,
+    )
+
+
+def _tool_call(call: Any) -> ToolCall:
+    raw = call.function.arguments or "{}"
+    try:
+        arguments = json.loads(raw)
+    except json.JSONDecodeError:
+        arguments = None
+    if not isinstance(arguments, dict):
+        # reaches the tool runtime, whose schema check reports it back to the model
+        arguments = {INVALID_ARGUMENTS_KEY: raw}
+    return ToolCall(call.id, call.function.name, arguments)
+
+
+def usage_of(usage: Any) -> Usage:
+    """Usage; ``prompt_tokens`` already includes the cached part (``cache_read_tokens``)."""
+    if usage is None:
+        return Usage()
+    details = getattr(usage, "prompt_tokens_details", None)
+    cached = (getattr(details, "cached_tokens", None) or 0) if details else 0
+    return Usage(
+        input_tokens=usage.prompt_tokens or 0,
+        output_tokens=usage.completion_tokens or 0,
+        cache_read_tokens=cached,
+    )
+
+
+def _error_detail(exc: Any) -> str:
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        error = body.get("error", body)
+        if isinstance(error, dict) and error.get("message"):
+            return str(error["message"])
+        return json.dumps(body)[:500]
+    return str(getattr(exc, "message", "") or type(exc).__name__)
