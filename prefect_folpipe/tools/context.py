@@ -1,0 +1,103 @@
+"""``ToolContext``: what a Python tool (and a hook) gets as its ``ctx`` argument."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, MutableMapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .sandbox import resolve_path
+
+if TYPE_CHECKING:
+    import httpx
+
+    from ..spec.tree import EffectiveSettings, Task, Workflow
+
+_MISSING = object()
+HTTP_TIMEOUT = 30.0
+
+
+class ToolContext:
+    """Access to the task's context, folders, logger and HTTP clients.
+
+    * ``ctx.get("key")`` / ``ctx.get("a.b")`` read the task's context (dotted keys walk dicts);
+    * ``ctx.context`` is the context dict itself;
+    * ``ctx.task_dir`` / ``ctx.workflow_root`` are absolute paths;
+    * ``ctx.http`` is a synchronous ``httpx.Client`` (for sync tools), ``ctx.ahttp`` an
+      ``httpx.AsyncClient`` (for async tools); both are created on first use and closed when
+      the task's toolbox closes;
+    * ``ctx.resolve_path(p)`` maps a path into the task's allowed roots (spec §14.2) or raises
+      ``SandboxViolation``.
+    """
+
+    def __init__(
+        self,
+        *,
+        context: MutableMapping[str, Any] | None = None,
+        task_dir: str | Path = ".",
+        workflow_root: str | Path | None = None,
+        logger: logging.Logger | logging.LoggerAdapter[Any] | None = None,
+        task: Task | None = None,
+        workflow: Workflow | None = None,
+    ) -> None:
+        self.context: MutableMapping[str, Any] = context if context is not None else {}
+        self.task_dir = Path(task_dir).absolute()
+        self.workflow_root = Path(workflow_root).absolute() if workflow_root else self.task_dir
+        self.logger = logger or logging.getLogger("prefect_folpipe.tools")
+        self.task = task
+        self.workflow = workflow
+        self._http: httpx.Client | None = None
+        self._ahttp: httpx.AsyncClient | None = None
+
+    @property
+    def settings(self) -> EffectiveSettings | None:
+        """The task's effective settings (None outside a workflow run)."""
+        return self.task.settings if self.task is not None else None
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """A context value; ``"a.b"`` walks nested dicts when no key ``"a.b"`` exists."""
+        if key in self.context:
+            return self.context[key]
+        node: Any = self.context
+        for part in key.split("."):
+            if not isinstance(node, Mapping):
+                return default
+            node = node.get(part, _MISSING)
+            if node is _MISSING:
+                return default
+        return node
+
+    def resolve_path(self, path: str | Path) -> Path:
+        """The real path of ``path`` if the task may touch it, else ``SandboxViolation``."""
+        return resolve_path(self.task_dir, path)
+
+    @property
+    def http(self) -> httpx.Client:
+        """A synchronous httpx client (use from sync tools)."""
+        if self._http is None:
+            import httpx
+
+            self._http = httpx.Client(timeout=HTTP_TIMEOUT, follow_redirects=True)
+        return self._http
+
+    @property
+    def ahttp(self) -> httpx.AsyncClient:
+        """An asynchronous httpx client (use from ``async def`` tools)."""
+        if self._ahttp is None:
+            import httpx
+
+            self._ahttp = httpx.AsyncClient(timeout=HTTP_TIMEOUT, follow_redirects=True)
+        return self._ahttp
+
+    async def aclose(self) -> None:
+        """Close the HTTP clients that were opened."""
+        if self._http is not None:
+            self._http.close()
+            self._http = None
+        if self._ahttp is not None:
+            await self._ahttp.aclose()
+            self._ahttp = None
+
+    def __repr__(self) -> str:
+        return f"ToolContext(task_dir={str(self.task_dir)!r}, keys={sorted(self.context)!r})"

@@ -1,0 +1,772 @@
+"""Tool discovery (spec §2.8, §7): a task's ``tools.md`` and ``tools/*.py`` become ToolSpecs.
+
+Author mistakes never raise: they come back as diagnostics (FP202-FP219) with file and line,
+and the broken tool is left out. Python code (tools.md code blocks and ``tools/`` modules) is
+the workflow author's own and is loaded here to derive argument schemas from type hints.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+import re
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..errors import Diagnostic, Severity
+from ..spec.tree import ToolSpec
+from . import markdown
+from .decorator import describe_function, tool_meta
+from .loading import (
+    describe_exception,
+    load_code_block,
+    load_tools_module,
+    tools_dir_digest,
+)
+from .schema import ToolDefinitionError, empty_schema
+
+KINDS = ("python", "shell", "http", "mcp", "reference")
+TOOL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
+HTTP_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD")
+COMMON_KEYS = ("type", "scope", "timeout", "retries")
+KIND_KEYS: dict[str, tuple[str, ...]] = {
+    "python": ("function",),
+    "shell": ("params",),
+    "http": ("method", "url", "headers", "params", "query", "body"),
+    "mcp": ("server", "tool", "params"),
+    "reference": (),
+}
+CODE_KINDS = ("python", "shell")
+SHELL_ENV_NAMES = frozenset(
+    {
+        "PATH", "PATHEXT", "TEMP", "TMP", "TMPDIR", "SYSTEMROOT", "SYSTEMDRIVE", "WINDIR",
+        "COMSPEC", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "COLORTERM", "SHELL", "HOME", "PWD",
+        "OLDPWD", "IFS", "RANDOM", "LINENO", "SECONDS", "HOSTNAME", "UID", "EUID", "PPID",
+        "OPTARG", "OPTIND", "REPLY", "PIPESTATUS", "FUNCNAME", "BASH_SOURCE", "BASH_REMATCH",
+        "FOLPIPE_CONTEXT",
+    }
+)  # fmt: skip
+_SHELL_VAR = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)(:?[-=?+])?")
+_SHELL_ASSIGN = re.compile(
+    r"(?:^|[;&|\s(])(?:export\s+|local\s+|readonly\s+|declare\s+(?:-\w+\s+)*)?"
+    r"([A-Za-z_][A-Za-z0-9_]*)\+?=|\bfor\s+([A-Za-z_]\w*)\s+in\b|\bread\s+(?:-\w+\s+)*([A-Za-z_]\w*)"
+)
+
+Diagnostics = list[Diagnostic]
+
+
+def _diag(
+    code: str,
+    message: str,
+    file: Path | str,
+    line: int | None,
+    owner: str,
+    hint: str | None = None,
+    *,
+    warning: bool = False,
+) -> Diagnostic:
+    return Diagnostic(
+        code=code,
+        message=message,
+        file=str(file),
+        line=line,
+        task=owner,
+        hint=hint,
+        severity=Severity.WARNING if warning else Severity.ERROR,
+    )
+
+
+def did_you_mean(name: str, candidates: object) -> str | None:
+    """A "did you mean 'x'?" hint for a misspelt name, or None."""
+    import difflib
+
+    names = [str(c) for c in candidates]  # type: ignore[attr-defined]
+    close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+    return f"did you mean {close[0]!r}?" if close else None
+
+
+def content_hash(**parts: Any) -> str:
+    """sha256 of a tool's defining parts (stable across processes)."""
+    blob = json.dumps(parts, sort_keys=True, default=str, separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+# --------------------------------------------------------------------------- tools.md
+
+
+def parse_tools_md(path: str | Path, *, owner: str) -> tuple[list[ToolSpec], Diagnostics]:
+    """Parse a tools.md file into ToolSpecs; every problem becomes a diagnostic."""
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        return [], [_diag("FP217", f"cannot read tools.md: {exc}", file, None, owner)]
+    tools: list[ToolSpec] = []
+    diagnostics: Diagnostics = []
+    seen: dict[str, int] = {}
+    for section in markdown.split_sections(text):
+        spec = _tool_from_section(section, file, owner, diagnostics)
+        if spec is None:
+            continue
+        if spec.name in seen:
+            diagnostics.append(
+                _diag(
+                    "FP204",
+                    f"tool {spec.name!r} is defined twice (first at line {seen[spec.name]})",
+                    file,
+                    section.line,
+                    owner,
+                    "rename one of the tools",
+                )
+            )
+            continue
+        seen[spec.name] = section.line
+        tools.append(spec)
+    return tools, diagnostics
+
+
+def _tool_from_section(
+    section: markdown.Section, file: Path, owner: str, diagnostics: Diagnostics
+) -> ToolSpec | None:
+    if not section.name:
+        diagnostics.append(
+            _diag("FP202", "tool heading has no name", file, section.line, owner, "write '## name'")
+        )
+        return None
+    if not TOOL_NAME.match(section.name):
+        diagnostics.append(
+            _diag(
+                "FP203",
+                f"invalid tool name {section.name!r}",
+                file,
+                section.line,
+                owner,
+                "use letters, digits, '_' or '-' (at most 64), starting with a letter or '_'",
+            )
+        )
+        return None
+    parsed = markdown.parse_section(section)
+    before = len(diagnostics)
+    kind, metadata = _read_metadata(section, parsed, file, owner, diagnostics)
+    if kind is None:
+        return None
+    _check_code_block(kind, section, parsed, file, owner, diagnostics)
+    for message, line in parsed.param_errors:
+        diagnostics.append(_diag("FP213", message, file, line, owner, _PARAM_HINT))
+    if _has_errors(diagnostics[before:]):
+        return None
+    build = _BUILDERS[kind]
+    return build(section, parsed, metadata, file, owner, diagnostics)
+
+
+_PARAM_HINT = (
+    "write '- name (type, default=value): description'; types: str int float bool list dict"
+)
+
+
+def _has_errors(diagnostics: Diagnostics) -> bool:
+    return any(d.severity == Severity.ERROR for d in diagnostics)
+
+
+def _read_metadata(
+    section: markdown.Section,
+    parsed: markdown.ParsedSection,
+    file: Path,
+    owner: str,
+    diagnostics: Diagnostics,
+) -> tuple[str | None, dict[str, Any]]:
+    """The tool kind and the typed metadata of a section."""
+    for body, line in parsed.bad_metadata:
+        diagnostics.append(
+            _diag("FP206", f"metadata line is not 'key: value': {body!r}", file, line, owner)
+        )
+    raw_type, type_line = parsed.metadata.get("type", ("python", section.line))
+    kind = raw_type.strip().lower()
+    if kind not in KINDS:
+        diagnostics.append(
+            _diag(
+                "FP205",
+                f"unknown tool type {raw_type!r} for tool {section.name!r}",
+                file,
+                type_line,
+                owner,
+                did_you_mean(kind, KINDS) or f"use one of: {', '.join(KINDS)}",
+            )
+        )
+        return None, {}
+    metadata: dict[str, Any] = {}
+    known = COMMON_KEYS + KIND_KEYS[kind]
+    for key, (value, line) in parsed.metadata.items():
+        if key not in known:
+            diagnostics.append(
+                _diag(
+                    "FP207",
+                    f"unknown metadata key {key!r} for a {kind} tool",
+                    file,
+                    line,
+                    owner,
+                    did_you_mean(key, known) or f"known keys: {', '.join(known)}",
+                    warning=True,
+                )
+            )
+        try:
+            metadata[key] = _metadata_value(key, value)
+        except ValueError as exc:
+            diagnostics.append(_diag("FP208", f"metadata {key!r}: {exc}", file, line, owner))
+    metadata["type"] = kind
+    return kind, metadata
+
+
+def _metadata_value(key: str, value: str) -> Any:
+    """Typed value of one metadata key; ValueError with a readable reason."""
+    if key == "scope":
+        if value.lower() not in ("shared", "local"):
+            raise ValueError(f"must be 'shared' or 'local', not {value!r}")
+        return value.lower()
+    if key == "timeout":
+        number = _number(value, float)
+        if number <= 0:
+            raise ValueError("must be a positive number of seconds")
+        return number
+    if key == "retries":
+        count = _number(value, int)
+        if count < 0:
+            raise ValueError("must be 0 or more")
+        return count
+    if key == "method":
+        if value.upper() not in HTTP_METHODS:
+            raise ValueError(f"must be one of {', '.join(HTTP_METHODS)}")
+        return value.upper()
+    if key == "headers":
+        headers = _structured(value)
+        if not isinstance(headers, dict):
+            raise ValueError('must be a mapping such as {"Authorization": "Bearer ${TOKEN}"}')
+        return {str(k): str(v) for k, v in headers.items()}
+    if value[:1] in "[{":
+        return _structured(value)
+    return value
+
+
+def _number(value: str, kind: Callable[[str], Any]) -> Any:
+    try:
+        return kind(value)
+    except ValueError:
+        raise ValueError(f"{value!r} is not a valid {kind.__name__}") from None  # type: ignore[attr-defined]
+
+
+def _structured(value: str) -> Any:
+    try:
+        return yaml.safe_load(value)
+    except yaml.YAMLError as exc:
+        raise ValueError(f"cannot parse {value!r}: {str(exc).splitlines()[0]}") from None
+
+
+def _check_code_block(
+    kind: str,
+    section: markdown.Section,
+    parsed: markdown.ParsedSection,
+    file: Path,
+    owner: str,
+    diagnostics: Diagnostics,
+) -> None:
+    if parsed.code is not None and not parsed.code.closed:
+        diagnostics.append(
+            _diag("FP209", "code block is not closed", file, parsed.code.line - 1, owner)
+        )
+    if kind in CODE_KINDS and (parsed.code is None or not parsed.code.code.strip()):
+        diagnostics.append(
+            _diag(
+                "FP209",
+                f"{kind} tool {section.name!r} has no code block",
+                file,
+                section.line,
+                owner,
+                f"add a fenced ```{'python' if kind == 'python' else 'bash'} block",
+            )
+        )
+    for line in parsed.extra_code_blocks:
+        diagnostics.append(
+            _diag(
+                "FP218",
+                f"tool {section.name!r} has more than one code block; only the first is used",
+                file,
+                line,
+                owner,
+                warning=True,
+            )
+        )
+
+
+def _spec(
+    section: markdown.Section,
+    parsed: markdown.ParsedSection,
+    metadata: dict[str, Any],
+    file: Path,
+    owner: str,
+    *,
+    description: str,
+    parameters: Mapping[str, Any],
+    code: str | None = None,
+    function_name: str | None = None,
+) -> ToolSpec:
+    kind = metadata["type"]
+    return ToolSpec(
+        name=section.name,
+        kind=kind,
+        description=description,
+        parameters=parameters,
+        source_file=str(file.absolute()),
+        line=section.line,
+        code=code,
+        function_name=function_name,
+        metadata=metadata,
+        scope=metadata.get("scope", "shared"),
+        owner=owner,
+        content_hash=content_hash(
+            kind=kind,
+            name=section.name,
+            description=description,
+            parameters=parameters,
+            code=code,
+            metadata=metadata,
+        ),
+    )
+
+
+def _build_python(
+    section: markdown.Section,
+    parsed: markdown.ParsedSection,
+    metadata: dict[str, Any],
+    file: Path,
+    owner: str,
+    diagnostics: Diagnostics,
+) -> ToolSpec | None:
+    assert parsed.code is not None
+    block = parsed.code
+    try:
+        module = load_code_block(block.code, source_file=str(file.absolute()), line=block.line)
+    except Exception as exc:
+        message, line = describe_exception(exc, file.absolute())
+        code = "FP210" if isinstance(exc, SyntaxError) else "FP219"
+        diagnostics.append(
+            _diag(code, f"python tool {section.name!r}: {message}", file, line or block.line, owner)
+        )
+        return None
+    function = _pick_function(section, module.__dict__, metadata, file, owner, diagnostics)
+    if function is None:
+        return None
+    descriptions = {e.name: e.schema.get("description", "") for e in parsed.params or []}
+    try:
+        schema, doc_text = describe_function(function, descriptions=descriptions)
+    except ToolDefinitionError as exc:
+        line = function.__code__.co_firstlineno
+        diagnostics.append(_diag("FP216", str(exc), file, line, owner, _SIGNATURE_HINT))
+        return None
+    meta = tool_meta(function)
+    merged = {**(meta.metadata() if meta else {}), **metadata}
+    return _spec(
+        section,
+        parsed,
+        merged,
+        file,
+        owner,
+        description=parsed.description or doc_text,
+        parameters=schema.parameters,
+        code=block.code,
+        function_name=function.__name__,
+    )
+
+
+_SIGNATURE_HINT = "annotate parameters with JSON-friendly types (str, int, list[str], ...)"
+
+
+def _pick_function(
+    section: markdown.Section,
+    namespace: Mapping[str, Any],
+    metadata: dict[str, Any],
+    file: Path,
+    owner: str,
+    diagnostics: Diagnostics,
+) -> Callable[..., Any] | None:
+    """The function a tools.md code block implements its tool with."""
+    module_name = namespace.get("__name__")
+    functions = {
+        name: value
+        for name, value in namespace.items()
+        if inspect.isfunction(value) and value.__module__ == module_name
+    }
+    wanted = metadata.get("function") or section.name
+    if wanted in functions:
+        return functions[wanted]
+    marked = [f for f in functions.values() if (m := tool_meta(f)) and m.name == section.name]
+    public = [f for name, f in functions.items() if not name.startswith("_")]
+    choice = marked or public
+    if len(choice) == 1 and "function" not in metadata:
+        return choice[0]
+    found = ", ".join(functions) or "none"
+    diagnostics.append(
+        _diag(
+            "FP211",
+            f"python tool {section.name!r}: no function named {wanted!r} in the code block "
+            f"(functions found: {found})",
+            file,
+            section.line,
+            owner,
+            f"name the function {section.name!r}, or set '> function: <name>'",
+        )
+    )
+    return None
+
+
+def _build_shell(
+    section: markdown.Section,
+    parsed: markdown.ParsedSection,
+    metadata: dict[str, Any],
+    file: Path,
+    owner: str,
+    diagnostics: Diagnostics,
+) -> ToolSpec | None:
+    assert parsed.code is not None
+    script = parsed.code.code
+    entries = _declared_params(parsed, metadata, file, owner, diagnostics)
+    if entries is None:
+        return None
+    parameters = (
+        markdown.params_schema(entries) if entries is not _INFER else infer_shell_params(script)
+    )
+    return _spec(
+        section,
+        parsed,
+        metadata,
+        file,
+        owner,
+        description=parsed.description,
+        parameters=parameters,
+        code=script,
+    )
+
+
+_INFER: list[markdown.ParamEntry] = []
+
+
+def _declared_params(
+    parsed: markdown.ParsedSection,
+    metadata: dict[str, Any],
+    file: Path,
+    owner: str,
+    diagnostics: Diagnostics,
+) -> list[markdown.ParamEntry] | None:
+    """Parameters from ``> params:`` or a Parameters list; ``_INFER`` when neither is given."""
+    raw = metadata.get("params")
+    if raw is None:
+        return parsed.params if parsed.params is not None else _INFER
+    line = parsed.metadata["params"][1]
+    items = raw if isinstance(raw, list) else markdown.split_param_list(str(raw))
+    errors: list[tuple[str, int]] = []
+    entries = [
+        entry
+        for item in items
+        if (entry := markdown.parse_param_item(str(item), line, errors)) is not None
+    ]
+    for message, number in errors:
+        diagnostics.append(_diag("FP213", message, file, number, owner, _PARAM_HINT))
+    metadata["params"] = [entry.name for entry in entries]
+    return None if errors else entries
+
+
+def infer_shell_params(script: str) -> dict[str, Any]:
+    """Parameters of a shell script that declares none: the ``$VARS`` it reads.
+
+    Variables the sandbox provides, shell specials and variables the script assigns itself are
+    not parameters. ``${NAME:-default}`` makes a parameter optional. Names are lower-cased
+    (the script sees both spellings).
+    """
+    assigned = {name for match in _SHELL_ASSIGN.finditer(script) for name in match.groups() if name}
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    optional: set[str] = set()
+    for match in _SHELL_VAR.finditer(script):
+        var = match.group(1)
+        if var in SHELL_ENV_NAMES or var in assigned or var.startswith("BASH"):
+            continue
+        name = var.lower()
+        if match.group(2):
+            optional.add(name)
+        properties.setdefault(name, {"type": "string"})
+    required = [name for name in properties if name not in optional]
+    schema: dict[str, Any] = {
+        "type": "object",
+        "properties": properties,
+        "additionalProperties": False,
+    }
+    if required:
+        schema["required"] = required
+    return schema
+
+
+def _build_http(
+    section: markdown.Section,
+    parsed: markdown.ParsedSection,
+    metadata: dict[str, Any],
+    file: Path,
+    owner: str,
+    diagnostics: Diagnostics,
+) -> ToolSpec | None:
+    if not metadata.get("url"):
+        diagnostics.append(
+            _diag(
+                "FP212",
+                f"http tool {section.name!r} has no url",
+                file,
+                section.line,
+                owner,
+                "add '> url: https://...'",
+            )
+        )
+        return None
+    metadata.setdefault("method", "GET")
+    entries = _declared_params(parsed, metadata, file, owner, diagnostics)
+    if entries is None:
+        return None
+    parameters = markdown.params_schema(entries) if entries is not _INFER else empty_schema()
+    return _spec(
+        section,
+        parsed,
+        metadata,
+        file,
+        owner,
+        description=parsed.description,
+        parameters=parameters,
+        code=parsed.code.code if parsed.code else None,
+    )
+
+
+def _build_mcp(
+    section: markdown.Section,
+    parsed: markdown.ParsedSection,
+    metadata: dict[str, Any],
+    file: Path,
+    owner: str,
+    diagnostics: Diagnostics,
+) -> ToolSpec | None:
+    if not metadata.get("server"):
+        diagnostics.append(
+            _diag(
+                "FP212",
+                f"mcp tool {section.name!r} has no server",
+                file,
+                section.line,
+                owner,
+                "add '> server: <name of an mcp_servers entry>'",
+            )
+        )
+        return None
+    metadata.setdefault("tool", section.name)
+    entries = _declared_params(parsed, metadata, file, owner, diagnostics)
+    if entries is None:
+        return None
+    parameters = (
+        markdown.params_schema(entries) if entries is not _INFER else empty_schema(additional=True)
+    )
+    return _spec(
+        section,
+        parsed,
+        metadata,
+        file,
+        owner,
+        description=parsed.description,
+        parameters=parameters,
+    )
+
+
+def _build_reference(
+    section: markdown.Section,
+    parsed: markdown.ParsedSection,
+    metadata: dict[str, Any],
+    file: Path,
+    owner: str,
+    diagnostics: Diagnostics,
+) -> ToolSpec | None:
+    return _spec(
+        section,
+        parsed,
+        metadata,
+        file,
+        owner,
+        description=parsed.description,
+        parameters=empty_schema(),
+    )
+
+
+_BUILDERS = {
+    "python": _build_python,
+    "shell": _build_shell,
+    "http": _build_http,
+    "mcp": _build_mcp,
+    "reference": _build_reference,
+}
+
+
+# --------------------------------------------------------------------------- tools/*.py
+
+
+def discover_module_tools(
+    tools_dir: str | Path, *, owner: str
+) -> tuple[list[ToolSpec], Diagnostics]:
+    """``@tool`` functions of ``tools/*.py`` (files starting with ``_`` are helpers)."""
+    folder = Path(tools_dir)
+    tools: list[ToolSpec] = []
+    diagnostics: Diagnostics = []
+    if not folder.is_dir():
+        return tools, diagnostics
+    digest = tools_dir_digest(folder)
+    seen: dict[str, ToolSpec] = {}
+    for file in sorted(folder.glob("*.py")):
+        if file.name.startswith("_"):
+            continue
+        found, problems = _tools_of_module(file, digest, owner)
+        diagnostics.extend(problems)
+        for spec in found:
+            if spec.name in seen:
+                first = seen[spec.name]
+                diagnostics.append(
+                    _diag(
+                        "FP204",
+                        f"tool {spec.name!r} is defined twice (first in "
+                        f"{Path(first.source_file).name}:{first.line})",
+                        file,
+                        spec.line,
+                        owner,
+                        "rename one of the tools",
+                    )
+                )
+                continue
+            seen[spec.name] = spec
+            tools.append(spec)
+    return tools, diagnostics
+
+
+def _tools_of_module(file: Path, digest: str, owner: str) -> tuple[list[ToolSpec], Diagnostics]:
+    try:
+        module = load_tools_module(file, digest=digest)
+    except (Exception, SystemExit) as exc:
+        message, line = describe_exception(exc, file.absolute())
+        return [], [
+            _diag(
+                "FP214",
+                f"tools module {file.name} failed to import: {message}",
+                file,
+                line,
+                owner,
+                "fix the module, or declare missing packages under 'dependencies' in task.yaml",
+            )
+        ]
+    tools: list[ToolSpec] = []
+    diagnostics: Diagnostics = []
+    seen: set[int] = set()
+    for attribute, value in vars(module).items():
+        meta = tool_meta(value)
+        if meta is None or not callable(value) or id(value) in seen:
+            continue
+        seen.add(id(value))
+        spec = _module_tool(file, attribute, value, digest, owner, diagnostics)
+        if spec is not None:
+            tools.append(spec)
+    if not tools and not diagnostics:
+        diagnostics.append(
+            _diag(
+                "FP215",
+                f"tools module {file.name} defines no @tool function",
+                file,
+                None,
+                owner,
+                "decorate tool functions with @tool, or prefix helper modules with '_'",
+                warning=True,
+            )
+        )
+    return tools, diagnostics
+
+
+def _module_tool(
+    file: Path,
+    attribute: str,
+    function: Callable[..., Any],
+    digest: str,
+    owner: str,
+    diagnostics: Diagnostics,
+) -> ToolSpec | None:
+    meta = tool_meta(function)
+    assert meta is not None
+    line = getattr(getattr(function, "__code__", None), "co_firstlineno", None)
+    if not TOOL_NAME.match(meta.name):
+        diagnostics.append(
+            _diag("FP203", f"invalid tool name {meta.name!r}", file, line, owner, _NAME_HINT)
+        )
+        return None
+    try:
+        schema, description = describe_function(function)
+    except ToolDefinitionError as exc:
+        diagnostics.append(_diag("FP216", str(exc), file, line, owner, _SIGNATURE_HINT))
+        return None
+    metadata = {"type": "python", **meta.metadata()}
+    if meta.scope != "shared":
+        metadata["scope"] = meta.scope
+    return ToolSpec(
+        name=meta.name,
+        kind="python",
+        description=description,
+        parameters=schema.parameters,
+        source_file=str(file.absolute()),
+        line=line,
+        module_file=str(file.absolute()),
+        function_name=attribute,
+        metadata=metadata,
+        scope=meta.scope,
+        owner=owner,
+        content_hash=content_hash(
+            kind="python",
+            name=meta.name,
+            description=description,
+            parameters=schema.parameters,
+            module=digest,
+            function=attribute,
+            metadata=metadata,
+        ),
+    )
+
+
+_NAME_HINT = "use letters, digits, '_' or '-' (at most 64), starting with a letter or '_'"
+
+
+def discover_tools(task_dir: str | Path, *, owner: str) -> tuple[list[ToolSpec], Diagnostics]:
+    """A task's own tools: tools.md plus tools/*.py; a tools/ tool wins a name clash."""
+    folder = Path(task_dir)
+    diagnostics: Diagnostics = []
+    md_tools: list[ToolSpec] = []
+    tools_md = folder / "tools.md"
+    if tools_md.is_file():
+        md_tools, problems = parse_tools_md(tools_md, owner=owner)
+        diagnostics.extend(problems)
+    module_tools, problems = discover_module_tools(folder / "tools", owner=owner)
+    diagnostics.extend(problems)
+    overriding = {spec.name: spec for spec in module_tools}
+    for spec in md_tools:
+        if spec.name in overriding:
+            diagnostics.append(
+                _diag(
+                    "FP224",
+                    f"tool {spec.name!r} is defined in tools.md and in "
+                    f"tools/{Path(overriding[spec.name].source_file).name}; the tools/ one is used",
+                    spec.source_file,
+                    spec.line,
+                    owner,
+                    "remove one of the two definitions",
+                    warning=True,
+                )
+            )
+    merged = [spec for spec in md_tools if spec.name not in overriding] + module_tools
+    return merged, diagnostics

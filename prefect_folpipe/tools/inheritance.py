@@ -1,0 +1,154 @@
+"""Tool inheritance and scoping (spec §2.10): which tools one task can use.
+
+For the task at the end of ``lineage`` (root first):
+
+1. its **own** tools (tools.md + tools/);
+2. **shared** tools named in ``tools.use_shared`` (unknown name: error FP220);
+3. **inherited** tools, walking ancestors nearest first, at most ``inherit_tools_depth`` levels
+   (``-1`` = all, ``1`` = parent only), from each ancestor's *own* tools:
+   * tools with ``scope: local`` are skipped;
+   * a tool named in the ``block_tools`` of the ancestor that owns it, or of any ancestor
+     between that one and this task, is skipped (a task's ``block_tools`` keeps the tool for
+     itself and hides it, and what it inherited, from its descendants);
+   * the nearest ancestor wins a name clash;
+   then ``inherit_tools: false`` drops them all, an ``inherit_tools`` list keeps only the
+   named ones and ``exclude_tools`` removes the named ones;
+4. merge: own > shared > inherited.
+
+An ancestor's ``inherit_tools`` / ``exclude_tools`` / ``inherit_tools_depth`` shape only that
+ancestor's own tool set; what reaches a descendant is controlled by ``scope: local`` and
+``block_tools``. Shared tools are not inherited: each task that wants one lists it in
+``use_shared``. Unknown names in ``inherit_tools`` / ``exclude_tools`` / ``block_tools`` are
+warnings (FP221-FP223) with a did-you-mean.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Sequence
+
+from ..errors import Diagnostic, Severity
+from ..spec.config import TaskConfig
+from ..spec.tree import ToolSpec
+from .discovery import did_you_mean
+
+SHARED_OWNER = "<shared>"
+
+LineageEntry = tuple[str, TaskConfig, Sequence[ToolSpec]]
+
+
+def resolve_tools(
+    lineage: Sequence[LineageEntry], shared: Iterable[ToolSpec]
+) -> tuple[tuple[ToolSpec, ...], list[Diagnostic]]:
+    """The resolved tool set of ``lineage[-1]``, with ``origin`` and ``owner`` set."""
+    if not lineage:
+        return (), []
+    path, config, own_tools = lineage[-1]
+    ancestors = list(reversed(lineage[:-1]))
+    diagnostics: list[Diagnostic] = []
+    own = [_mark(tool, "own", path) for tool in own_tools]
+    shared_tools = _shared(config, path, {tool.name: tool for tool in shared}, diagnostics)
+    candidates = _inheritable(ancestors)
+    inherited = _inherited(config, ancestors)
+    _warn_unknown(path, config, own, shared_tools, candidates, diagnostics)
+    merged: dict[str, ToolSpec] = {}
+    for tool in [*own, *shared_tools, *inherited]:
+        merged.setdefault(tool.name, tool)
+    return tuple(merged.values()), diagnostics
+
+
+def _mark(tool: ToolSpec, origin: str, owner: str) -> ToolSpec:
+    if tool.origin == origin and tool.owner == owner:
+        return tool
+    return dataclasses.replace(tool, origin=origin, owner=owner)  # type: ignore[arg-type]
+
+
+def _shared(
+    config: TaskConfig, path: str, shared: dict[str, ToolSpec], diagnostics: list[Diagnostic]
+) -> list[ToolSpec]:
+    tools = []
+    for name in config.tools.use_shared:
+        tool = shared.get(name)
+        if tool is None:
+            diagnostics.append(
+                Diagnostic(
+                    code="FP220",
+                    message=f"tools.use_shared: unknown shared tool {name!r}",
+                    task=path,
+                    hint=did_you_mean(name, shared)
+                    or _known("shared tools (shared/tools.md)", shared),
+                )
+            )
+            continue
+        tools.append(_mark(tool, "shared", SHARED_OWNER))
+    return tools
+
+
+def _known(what: str, names: Iterable[str]) -> str:
+    listed = ", ".join(sorted(names))
+    return f"known {what}: {listed}" if listed else f"there are no {what}"
+
+
+def _inherited(config: TaskConfig, ancestors: list[LineageEntry]) -> list[ToolSpec]:
+    """Tools reaching this task from its ancestors, after every scoping rule."""
+    if config.inherit_tools is False:
+        return []
+    depth = config.inherit_tools_depth
+    reachable = ancestors if depth == -1 else ancestors[:depth]
+    blocked: set[str] = set()
+    found: dict[str, ToolSpec] = {}
+    for ancestor_path, ancestor_config, ancestor_tools in reachable:
+        blocked.update(ancestor_config.block_tools)
+        for tool in ancestor_tools:
+            if tool.scope == "local" or tool.name in blocked or tool.name in found:
+                continue
+            found[tool.name] = _mark(tool, "inherited", ancestor_path)
+    tools = list(found.values())
+    if isinstance(config.inherit_tools, list):
+        wanted = set(config.inherit_tools)
+        tools = [tool for tool in tools if tool.name in wanted]
+    excluded = set(config.exclude_tools)
+    return [tool for tool in tools if tool.name not in excluded]
+
+
+def _inheritable(ancestors: list[LineageEntry]) -> set[str]:
+    """Names any ancestor offers for inheritance (before depth and blocking)."""
+    return {tool.name for _, _, tools in ancestors for tool in tools if tool.scope != "local"}
+
+
+def _warn_unknown(
+    path: str,
+    config: TaskConfig,
+    own: list[ToolSpec],
+    shared_tools: list[ToolSpec],
+    candidates: set[str],
+    diagnostics: list[Diagnostic],
+) -> None:
+    """Warnings for names in inherit_tools / exclude_tools / block_tools that match nothing."""
+    checks: list[tuple[str, str, list[str], set[str]]] = [
+        ("FP221", "inherit_tools", _as_list(config.inherit_tools), candidates),
+        ("FP222", "exclude_tools", list(config.exclude_tools), candidates),
+        (
+            "FP223",
+            "block_tools",
+            list(config.block_tools),
+            candidates | {t.name for t in own} | {t.name for t in shared_tools},
+        ),
+    ]
+    for code, key, names, known in checks:
+        for name in names:
+            if name in known:
+                continue
+            diagnostics.append(
+                Diagnostic(
+                    code=code,
+                    message=f"{key}: no tool named {name!r} is available to this task",
+                    task=path,
+                    hint=did_you_mean(name, known) or _known("tools", known),
+                    severity=Severity.WARNING,
+                )
+            )
+
+
+def _as_list(value: bool | list[str]) -> list[str]:
+    return value if isinstance(value, list) else []

@@ -1,0 +1,87 @@
+"""Loading the author's tool code: ``tools/*.py`` modules and tools.md python code blocks.
+
+This is trusted workflow code (never model output). Each ``tools/`` folder becomes a synthetic
+package named after a hash of its files, so modules can use relative imports
+(``from ._helpers import x``), two tasks' ``tools/search.py`` never collide, and an edited file
+is imported afresh. A tools.md code block becomes a module whose line numbers are those of the
+tools.md file, so syntax errors and tracebacks point at the right line.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.machinery
+import importlib.util
+import sys
+import traceback
+import types
+from pathlib import Path
+
+PACKAGE_PREFIX = "_folpipe_tools_"
+CODE_BLOCK_PREFIX = "_folpipe_toolsmd_"
+
+
+def tools_dir_digest(tools_dir: Path) -> str:
+    """sha256 over the path and the bytes of every ``.py`` file below ``tools_dir``."""
+    digest = hashlib.sha256(str(tools_dir.resolve()).encode())
+    for file in sorted(tools_dir.rglob("*.py")):
+        if "__pycache__" in file.parts:
+            continue
+        digest.update(file.relative_to(tools_dir).as_posix().encode())
+        digest.update(b"\0")
+        digest.update(file.read_bytes())
+    return digest.hexdigest()
+
+
+def _package_for(tools_dir: Path, digest: str) -> str:
+    name = f"{PACKAGE_PREFIX}{digest[:16]}"
+    if name not in sys.modules:
+        spec = importlib.machinery.ModuleSpec(name, None, is_package=True)
+        package = importlib.util.module_from_spec(spec)
+        package.__path__ = [str(tools_dir)]
+        sys.modules[name] = package
+    return name
+
+
+def load_tools_module(module_file: str | Path, *, digest: str | None = None) -> types.ModuleType:
+    """Import ``tools/<name>.py`` (re-used while the folder's files are unchanged)."""
+    path = Path(module_file)
+    tools_dir = path.parent
+    package = _package_for(tools_dir, digest or tools_dir_digest(tools_dir))
+    return importlib.import_module(f"{package}.{path.stem}")
+
+
+def load_code_block(code: str, *, source_file: str, line: int) -> types.ModuleType:
+    """Execute a tools.md python code block (starting at ``line``) as its own module."""
+    from .context import ToolContext
+    from .decorator import tool
+
+    digest = hashlib.sha256(f"{source_file}\0{line}\0{code}".encode()).hexdigest()
+    name = f"{CODE_BLOCK_PREFIX}{digest[:16]}"
+    cached = sys.modules.get(name)
+    if cached is not None:
+        return cached
+    module = types.ModuleType(name)
+    module.__file__ = source_file
+    module.__dict__.update({"ToolContext": ToolContext, "tool": tool})
+    compiled = compile("\n" * (line - 1) + code, source_file, "exec")
+    sys.modules[name] = module
+    try:
+        exec(compiled, module.__dict__)  # the workflow author's own code, never model output
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
+    return module
+
+
+def describe_exception(exc: BaseException, source_file: str | Path) -> tuple[str, int | None]:
+    """``"TypeName: message"`` and the line in ``source_file`` where it happened (if known)."""
+    message = f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, SyntaxError) and exc.filename and Path(exc.filename) == Path(source_file):
+        return f"SyntaxError: {exc.msg}", exc.lineno
+    line = None
+    for frame in traceback.extract_tb(exc.__traceback__):
+        if frame.filename and Path(frame.filename) == Path(source_file):
+            line = frame.lineno
+    return message, line
