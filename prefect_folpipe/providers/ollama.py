@@ -79,6 +79,11 @@ class OllamaProvider:
         """Registry hook: build from a provider block and a ``ProviderEnv``."""
         return cls(config, secret_resolver=env.secret_resolver, workflow_root=env.workflow_root)
 
+    @property
+    def secret_values(self) -> tuple[str, ...]:
+        """Values a cassette or a log must never contain (the API key in use)."""
+        return (self._api_key,) if self._api_key else ()
+
     def _new_client(self) -> Any:
         sdk = import_sdk("ollama", "ollama")
         # a key is optional (Ollama's hosted API, or a proxy in front of a local server)

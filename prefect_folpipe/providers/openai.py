@@ -64,6 +64,11 @@ class OpenAIProvider:
         """Registry hook: build from a provider block and a ``ProviderEnv``."""
         return cls(config, secret_resolver=env.secret_resolver, workflow_root=env.workflow_root)
 
+    @property
+    def secret_values(self) -> tuple[str, ...]:
+        """Values a cassette or a log must never contain (the API key in use)."""
+        return (self._api_key,) if self._api_key else ()
+
     def _new_client(self) -> Any:
         sdk = import_sdk("openai", "openai")
         self._api_key = resolve_api_key(

@@ -270,6 +270,7 @@ class ProviderPool:
         self.record = record
         self._instances: dict[str, Provider] = {}
         self._lock = threading.Lock()
+        self._recorder: Any = None
 
     def for_task(self, task: Task) -> Provider:
         """The provider of ``task`` (the override's when one is set), shared across the run."""
@@ -284,11 +285,22 @@ class ProviderPool:
             if provider is None:
                 factory = resolve_provider_class(block.type or env.name, block.module)
                 provider = build_provider(factory, block, env)
+                if self.record is not None:
+                    provider = self._cassette_recorder().wrap(provider)
                 self._instances[key] = provider
         if self.call_guard is None:
             return provider
         guard = self.call_guard
         return GuardedProvider(provider, lambda: guard(task))  # type: ignore[return-value]
+
+    def _cassette_recorder(self) -> Any:
+        """The run's cassette recorder (``record=``), shared by every provider of the pool."""
+        if self._recorder is None:
+            from .replay import CassetteRecorder
+
+            assert self.record is not None
+            self._recorder = CassetteRecorder(Path(self.record), self.workflow.root_dir)
+        return self._recorder
 
     def _task_block(self, resolved: ResolvedProvider) -> tuple[str, ProviderConfig, ProviderEnv]:
         block = resolved.config
