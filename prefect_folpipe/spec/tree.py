@@ -38,6 +38,8 @@ class ToolSpec:
     line: int | None = None
     code: str | None = None
     """python: the function source (tools.md); shell: the script."""
+    code_line: int | None = None
+    """tools.md: line of the code block's first line (so tracebacks point into tools.md)."""
     module_file: str | None = None
     """tools/*.py: the module file holding the ``@tool`` function."""
     function_name: str | None = None
