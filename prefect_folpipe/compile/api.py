@@ -1,0 +1,132 @@
+"""Public API: ``folder_to_flow`` and ``run_workflow`` (ARCHITECTURE §3)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from prefect import Flow
+from prefect import tags as prefect_tags
+from prefect.utilities.asyncutils import run_coro_as_sync
+
+from ..errors import WorkflowFailed
+from ..spec.tree import Workflow
+from .build import flow_name, run_root
+from .contextops import describe_error
+from .options import RunOptions
+from .report import RunResult
+from .runs import save_run_record
+
+
+class WorkflowFlow(Flow[..., Any]):
+    """An async Prefect flow that can also be called synchronously.
+
+    Outside a running event loop, calling it runs the flow to completion and returns the
+    final context; inside one it returns an awaitable, like any async flow.
+    """
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        result = super().__call__(*args, **kwargs)
+        if asyncio.iscoroutine(result) and not _loop_running():
+            return run_coro_as_sync(result)
+        return result
+
+
+def _loop_running() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+def load(path: str | Path) -> Workflow:
+    """Load and validate a workflow folder (raises ``WorkflowValidationError``)."""
+    from ..loader import load_workflow
+
+    return load_workflow(Path(path))
+
+
+def make_flow(
+    workflow: Workflow, options: RunOptions, sink: list[RunResult] | None = None
+) -> WorkflowFlow:
+    """The Prefect flow running ``workflow``: parameter ``context``, returns the final context."""
+
+    async def folpipe_workflow(context: dict[str, Any] | None = None) -> dict[str, Any]:
+        result = await run_root(workflow, context, options)
+        if sink is not None:
+            sink.append(result)
+        if options.keep_run_record and not options.only:
+            save_run_record(workflow, result, context, options)
+        if result.status == "failed":
+            reason = describe_error(result.error) if result.error else "a task failed"
+            raise WorkflowFailed(f"workflow '{workflow.name}' failed: {reason}", result)
+        return result.context
+
+    folpipe_workflow.__doc__ = workflow.root.config.description or f"folpipe: {workflow.name}"
+    return WorkflowFlow(
+        folpipe_workflow,
+        name=flow_name(workflow.name),
+        description=workflow.root.config.description,
+        validate_parameters=False,
+    )
+
+
+def folder_to_flow(
+    path: str | Path,
+    *,
+    provider: str | None = None,
+    replies: str | Path | None = None,
+    fresh: bool = False,
+) -> WorkflowFlow:
+    """Translate a workflow folder into a Prefect flow.
+
+    The flow's only parameter is ``context: dict | None = None``; calling it (sync, or
+    ``await`` inside async code) runs the workflow and returns the final context as a plain
+    dict. A failed workflow raises ``WorkflowFailed`` (its ``.result`` is the ``RunResult``).
+    """
+    options = RunOptions(provider=provider, replies=replies, fresh=fresh)
+    return make_flow(load(path), options)
+
+
+async def arun_workflow(
+    path: str | Path | Workflow,
+    context: Mapping[str, Any] | None = None,
+    *,
+    options: RunOptions | None = None,
+    **kwargs: Any,
+) -> RunResult:
+    """Async ``run_workflow``; ``kwargs`` are ``RunOptions`` fields (provider, replies, fresh)."""
+    options = options or RunOptions(**kwargs)
+    workflow = path if isinstance(path, Workflow) else load(path)
+    sink: list[RunResult] = []
+    flow = make_flow(workflow, options, sink)
+    with prefect_tags("folpipe", f"workflow:{workflow.name}"):
+        state = await flow(context=dict(context or {}), return_state=True)
+    if sink:
+        return sink[-1]
+    error = await state.aresult(raise_on_failure=False)
+    if isinstance(error, WorkflowFailed) and isinstance(error.result, RunResult):
+        return error.result
+    exc = error if isinstance(error, BaseException) else None
+    return RunResult("failed", dict(context or {}), [], workflow=workflow.name, error=exc)
+
+
+def run_workflow(
+    path: str | Path | Workflow,
+    context: Mapping[str, Any] | None = None,
+    *,
+    provider: str | None = None,
+    replies: str | Path | None = None,
+    fresh: bool = False,
+    options: RunOptions | None = None,
+) -> RunResult:
+    """Run a workflow folder to completion and return its ``RunResult`` (never raises for a
+    failed task: check ``.status``; invalid folders raise ``WorkflowValidationError``)."""
+    options = options or RunOptions(provider=provider, replies=replies, fresh=fresh)
+    coro = arun_workflow(path, context, options=options)
+    if _loop_running():
+        raise RuntimeError("run_workflow() is synchronous; use `await arun_workflow(...)`")
+    return run_coro_as_sync(coro)

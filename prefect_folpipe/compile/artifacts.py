@@ -1,0 +1,110 @@
+"""Markdown and table artifacts: one per task execution, one summary per run.
+
+Rendering is Prefect-free; ``publish_*`` create the artifacts through Prefect's client. Text
+goes through the tools package's redaction helper when it exists, so secrets that leaked into
+tool output are masked before they reach the UI.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..spec.tree import Task
+from .cache import slug
+
+MAX_SECTION_CHARS = 8_000
+
+
+def _redact(text: str) -> str:
+    try:
+        from ..tools import redact as module
+    except ImportError:
+        return text
+    redact = getattr(module, "redact_text", None) or getattr(module, "redact", None)
+    if not callable(redact):
+        return text
+    try:
+        value = redact(text)
+    except Exception:
+        return text
+    return value if isinstance(value, str) else text
+
+
+def _clip(text: str) -> str:
+    if len(text) <= MAX_SECTION_CHARS:
+        return text
+    return f"{text[:MAX_SECTION_CHARS]}\n… ({len(text) - MAX_SECTION_CHARS} more characters)"
+
+
+def _fenced(value: Any, lang: str = "") -> str:
+    text = value if isinstance(value, str) else json.dumps(value, indent=2, default=repr)
+    return f"```{lang}\n{_clip(_redact(text))}\n```"
+
+
+def task_artifact_key(workflow_name: str, task: Task, phase: str) -> str:
+    """``[a-z0-9-]`` key, stable across runs so the UI shows versions of the same artifact."""
+    suffix = "" if phase == "single" else f"-{phase}"
+    return slug(f"{workflow_name}-{task.path or 'root'}{suffix}", limit=90)
+
+
+def render_task(task: Task, label: str, payload: Mapping[str, Any]) -> str:
+    """Markdown: instructions as sent, tool calls with results, the output, usage."""
+    usage = payload.get("usage") or {}
+    lines = [
+        f"# {label}",
+        "",
+        f"provider `{payload.get('provider') or '-'}` · model `{payload.get('model') or '-'}` · "
+        f"{payload.get('model_calls', 0)} model call(s) · {payload.get('tool_calls', 0)} "
+        f"tool call(s) · {usage.get('input_tokens', 0)} in / "
+        f"{usage.get('output_tokens', 0)} out tokens",
+        "",
+        "## Instructions as sent",
+        _fenced(payload.get("prompt") or task.system_prompt or "(none)", "markdown"),
+    ]
+    tool_log: Sequence[Mapping[str, Any]] = payload.get("tool_log") or ()
+    if tool_log:
+        lines += ["", "## Tool calls"]
+        for number, call in enumerate(tool_log, 1):
+            flag = " (error)" if call.get("is_error") else ""
+            lines += [
+                f"### {number}. `{call.get('name')}`{flag}",
+                _fenced(call.get("arguments") or {}, "json"),
+                _fenced(call.get("result", ""), ""),
+            ]
+    lines += ["", "## Output", _fenced(payload.get("delta") or {}, "json")]
+    text = payload.get("text")
+    if text:
+        lines += ["", "## Final answer", _fenced(text, "")]
+    return "\n".join(lines)
+
+
+def summary_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The per-run table: status, cached, attempts, tokens, duration per task."""
+    return [
+        {
+            "task": row["path"] or "(root)",
+            "status": row["status"],
+            "cached": row["status"] == "cached",
+            "attempts": row["attempts"],
+            "iterations": row["iterations"],
+            "model_calls": row["model_calls"],
+            "tokens": row["usage"]["input_tokens"] + row["usage"]["output_tokens"],
+            "duration_s": row["duration_s"],
+            "error": _redact(row["error"] or ""),
+        }
+        for row in rows
+    ]
+
+
+async def publish_task(key: str, markdown: str, description: str) -> None:
+    from prefect.artifacts import acreate_markdown_artifact
+
+    await acreate_markdown_artifact(markdown=markdown, key=key, description=description)
+
+
+async def publish_summary(key: str, rows: Sequence[Mapping[str, Any]], description: str) -> None:
+    from prefect.artifacts import acreate_table_artifact
+
+    await acreate_table_artifact(table=summary_rows(rows), key=key, description=description)

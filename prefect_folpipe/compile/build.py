@@ -1,0 +1,580 @@
+"""Build and run Prefect tasks/subflows for a loaded workflow (the translator's core).
+
+``run_root(workflow, context, options)`` executes a workflow inside an *existing* flow body:
+leaves become async Prefect task runs (named by task path, ``path[i]`` in loops) with retries,
+timeouts and content-keyed checkpoints; branches become a parent task run with nested task runs
+(``settings.branch_as: task``, the default) or a subflow run (``branch_as: subflow``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from importlib import import_module
+from pathlib import Path
+from typing import Any
+
+from prefect import Flow
+from prefect import Task as PrefectTask
+from prefect import tags as prefect_tags
+from prefect.cache_policies import NO_CACHE
+from prefect.context import FlowRunContext, TaskRunContext
+from prefect.logging import get_run_logger
+
+from ..errors import ConfigError, FolpipeError
+from ..spec.tree import Task, Workflow
+from . import artifacts
+from .cache import cache_key, slug, task_identity
+from .contextops import (
+    child_context,
+    describe_error,
+    error_entry,
+    merge_delta,
+    outputs_delta,
+    plain,
+    seed_context,
+)
+from .failures import ResultNotSerializable, TaskTimedOut
+from .groups import NodeResult, Scope, run_group
+from .options import RunOptions
+from .report import RunResult, RunTracker
+from .retry import retry_delays, retry_on_of, should_retry
+
+LOG = logging.getLogger("prefect_folpipe.compile")
+DEFAULT_BRANCH_AS = "task"
+FLOW_NAME_FORBIDDEN = str.maketrans({c: "-" for c in "/%&><"})
+
+
+def flow_name(text: str) -> str:
+    """A Prefect flow name (no ``/ % & > <``)."""
+    return text.translate(FLOW_NAME_FORBIDDEN).strip() or "folpipe"
+
+
+def _optional(module: str, attr: str) -> Any:
+    """An attribute of a module other engineers may not have committed yet (else ``None``)."""
+    try:
+        return getattr(import_module(module), attr)
+    except (ImportError, AttributeError):
+        return None
+
+
+def _file_digest(path: Path | None) -> str:
+    if path is None or not path.is_file():
+        return ""
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+
+
+@dataclass
+class _Pass:
+    """One agent pass as the orchestrator sees it."""
+
+    status: str
+    delta: dict[str, Any]
+    error: BaseException | None = None
+    handle: Any = None
+
+
+class WorkflowRun:
+    """Everything one run shares: provider pool, ledger, tracker, built Prefect tasks.
+
+    It is the ``groups.Executor`` the execution strategies call back into.
+    """
+
+    def __init__(self, workflow: Workflow, options: RunOptions) -> None:
+        from ..providers.registry import ProviderOverride, ProviderPool, override_from_env
+
+        self.workflow = workflow
+        self.options = options
+        self.runner = options.runner or import_module("prefect_folpipe.agent").run_task
+        self.tracker = RunTracker(workflow.tasks(), options.listeners)
+        self.storage = options.storage_for(workflow.root_dir)
+        self.artifact_level = options.artifact_level()
+        override = None
+        if options.provider or options.replies:
+            override = ProviderOverride(options.provider or "scripted", options.replies)
+        else:
+            override = override_from_env()
+        self.override = override
+        self.salt = self._salt(override)
+        self.pool = ProviderPool(
+            workflow,
+            override,
+            secret_resolver=_optional("prefect_folpipe.compile.secrets", "prefect_secret_resolver"),
+            call_guard=self._call_guard(),
+            record=options.record,
+        )
+        ledger_cls = _optional("prefect_folpipe.agent.budget", "BudgetLedger")
+        self.ledger = ledger_cls(workflow) if ledger_cls is not None else None
+        self.warnings: list[str] = []
+        self._identities: dict[str, str] = {}
+        self._leaves: dict[tuple[str, str], PrefectTask[..., Any]] = {}
+        self._branches: dict[str, Any] = {}
+        self._conditions: dict[str, Any] = {}
+        self._background: list[asyncio.Task[Any]] = []
+
+    # -- set-up ---------------------------------------------------------------------------
+
+    def _call_guard(self) -> Any:
+        factory = _optional("prefect_folpipe.compile.ratelimit", "make_call_guard")
+        return factory(self.workflow) if factory is not None else None
+
+    def _salt(self, override: Any) -> str:
+        """Provider identity that task.yaml does not capture (override, scripted replies)."""
+        if override is not None:
+            replies = Path(override.replies) if override.replies else None
+            return f"override:{override.name}:{_file_digest(replies)}"
+        replies = None
+        for task in self.workflow.tasks():
+            if task.provider is not None and task.provider.config.replies:
+                replies = self.workflow.root_dir / task.provider.config.replies
+                break
+        return f"declared:{_file_digest(replies)}"
+
+    def identity(self, task: Task) -> str:
+        value = self._identities.get(task.path)
+        if value is None:
+            value = self._identities[task.path] = task_identity(task)
+        return value
+
+    def tags_for(self, task: Task | None = None) -> list[str]:
+        """``folpipe``, ``workflow:<name>``, ``provider:<p>``, ``model:<m>`` + settings tags."""
+        tags = ["folpipe", f"workflow:{self.workflow.name}"]
+        if task is None:
+            return tags
+        provider, model = self._provider_of(task)
+        if task.runs_agent and provider:
+            tags.append(f"provider:{provider}")
+        if task.runs_agent and model:
+            tags.append(f"model:{model}")
+        tags += [*task.settings.tags, *task.config.tags]
+        return list(dict.fromkeys(tags))
+
+    def _provider_of(self, task: Task) -> tuple[str | None, str | None]:
+        if self.override is not None:
+            return self.override.name, None
+        if task.provider is None:
+            return None, None
+        return task.provider.type, task.provider.model
+
+    # -- Prefect objects ------------------------------------------------------------------
+
+    def leaf_task(self, task: Task, phase: str) -> PrefectTask[..., Any]:
+        """The Prefect task running one agent pass of ``task`` (built once per run)."""
+        key = (task.path, phase)
+        built = self._leaves.get(key)
+        if built is None:
+            built = self._leaves[key] = self._build_leaf(task, phase)
+        return built
+
+    def _build_leaf(self, task: Task, phase: str) -> PrefectTask[..., Any]:
+        settings = task.settings
+        retry_on = retry_on_of(task)
+        timeout = settings.timeout if settings.timeout and settings.timeout > 0 else None
+        options: dict[str, Any] = {
+            "name": f"{task.name}" if phase == "single" else f"{task.name} ({phase} pass)",
+            "task_run_name": "{label}",
+            "retries": settings.max_retries,
+            "retry_delay_seconds": retry_delays(settings) or 0,
+            "retry_condition_fn": _retry_condition(retry_on),
+            "timeout_seconds": timeout,
+            "tags": self.tags_for(task),
+        }
+        if settings.cache:
+            identity = self.identity(task)
+
+            def key_fn(_ctx: Any, params: Mapping[str, Any]) -> str:
+                return cache_key(
+                    task,
+                    identity,
+                    params["context"],
+                    iteration=tuple(params.get("scope") or ()),
+                    phase=phase,
+                    salt=self.salt,
+                )
+
+            options |= {
+                "cache_key_fn": key_fn,
+                "result_storage": self.storage,
+                "persist_result": True,
+                "refresh_cache": True if self.options.fresh else None,
+            }
+            if settings.cache_expiration:
+                options["cache_expiration"] = timedelta(seconds=settings.cache_expiration)
+        else:
+            options |= {"cache_policy": NO_CACHE, "persist_result": False}
+        return PrefectTask(self._leaf_body(task, phase), **options)
+
+    def _leaf_body(self, task: Task, phase: str) -> Any:
+        run = self
+
+        async def run_folder_task(
+            context: dict[str, Any], label: str, scope: list[int] | None = None
+        ) -> dict[str, Any]:
+            task_run = TaskRunContext.get()
+            run.tracker.attempt(task.path, task_run.task_run.run_count if task_run else 1)
+            logger = get_run_logger()
+            provider = run.pool.for_task(task) if task.runs_agent else None
+            outcome = await run.runner(
+                task,
+                run.workflow,
+                context,
+                provider=provider,
+                phase=phase,
+                iteration=scope[-1] if scope else None,
+                logger=logger,
+                ledger=run.ledger,
+            )
+            payload = _payload(outcome)
+            _check_serialisable(task, payload)
+            run.tracker.charge(task.path, payload)
+            if run.artifact_level == "all":
+                run.publish_task_artifact(task, phase, label, outcome, payload)
+            return payload
+
+        run_folder_task.__name__ = f"folpipe_{slug(task.path or 'root', limit=40)}"
+        return run_folder_task
+
+    def publish_task_artifact(
+        self, task: Task, phase: str, label: str, outcome: Any, payload: dict[str, Any]
+    ) -> None:
+        """Create the task's markdown artifact in the background (awaited at the run's end)."""
+        view = {**payload, "prompt": getattr(outcome, "prompt", ""), "tool_log": []}
+        view["tool_log"] = list(getattr(outcome, "tool_log", []) or [])
+        markdown = artifacts.render_task(task, label, view)
+        key = artifacts.task_artifact_key(self.workflow.name, task, phase)
+        coro = artifacts.publish_task(key, markdown, f"folpipe task {label}")
+        self._background.append(asyncio.ensure_future(coro))
+
+    def branch_runner(self, task: Task) -> Any:
+        """The parent task (``branch_as: task``) or subflow running a branch's children."""
+        built = self._branches.get(task.path)
+        if built is not None:
+            return built
+        run = self
+
+        async def run_folder_branch(
+            context: dict[str, Any], label: str, scope: list[int] | None = None
+        ) -> dict[str, Any]:
+            outcome = await run.run_branch(task, context, Scope(tuple(scope or ())))
+            if outcome.status == "failed":
+                raise outcome.error or FolpipeError(f"branch '{task.path}' failed")
+            return {"status": outcome.status, "delta": outcome.delta}
+
+        run_folder_branch.__name__ = f"folpipe_branch_{slug(task.path, limit=40)}"
+        if self.branch_mode(task) == "subflow":
+            built = Flow(
+                run_folder_branch,
+                name=flow_name(f"{self.workflow.name}.{task.path.replace('/', '.')}"),
+                flow_run_name="{label}",
+                validate_parameters=False,
+            )
+        else:
+            built = PrefectTask(
+                run_folder_branch,
+                name=f"{task.name} (branch)",
+                task_run_name="{label}",
+                cache_policy=NO_CACHE,
+                persist_result=False,
+                tags=[*self.tags_for(task), "branch"],
+            )
+        self._branches[task.path] = built
+        return built
+
+    @staticmethod
+    def branch_mode(task: Task) -> str:
+        return task.settings.branch_as or DEFAULT_BRANCH_AS
+
+    # -- execution ------------------------------------------------------------------------
+
+    async def agent_pass(
+        self, task: Task, phase: str, context: dict[str, Any], scope: Scope, wait_for: Sequence[Any]
+    ) -> _Pass:
+        """Run one agent pass as a Prefect task run; report cached/completed/failed."""
+        state = await self.leaf_task(task, phase)(
+            context=context,
+            label=scope.label(task.path) + ("" if phase == "single" else f" ({phase} pass)"),
+            scope=list(scope.iteration),
+            wait_for=list(wait_for) or None,
+            return_state=True,
+        )
+        if state.is_completed():
+            payload = await state.aresult()
+            status = "cached" if state.name == "Cached" else "completed"
+            return _Pass(status, dict(payload.get("delta") or {}), None, state)
+        error = await state.aresult(raise_on_failure=False)
+        if not isinstance(error, BaseException):
+            error = FolpipeError(state.message or f"task '{task.path}' {state.name}")
+        if state.name == "TimedOut":
+            error = TaskTimedOut(
+                f"task '{task.path}' exceeded settings.timeout={task.settings.timeout}s"
+            )
+        return _Pass("failed", {}, error, state)
+
+    async def run_branch(self, task: Task, context: dict[str, Any], scope: Scope) -> _Pass:
+        """First agent pass (if any), the children, then the final pass whose answer wins."""
+        ctx = child_context(context)
+        delta: dict[str, Any] = {}
+        statuses: list[str] = []
+        has_first = task.runs_agent or "pre_run" in task.hooks
+        has_final = task.runs_agent or "post_run" in task.hooks
+        if has_first:
+            first = await self.agent_pass(task, "first", ctx, scope, ())
+            if first.status == "failed":
+                return first
+            statuses.append(first.status)
+            merge_delta(ctx, first.delta)
+            merge_delta(delta, first.delta)
+        group = await run_group(task, ctx, self, scope)
+        merge_delta(ctx, group.delta)
+        merge_delta(delta, group.delta)
+        if group.iterations is not None:
+            record = self.tracker.records[task.path]
+            record.iterations = (record.iterations or 0) + group.iterations
+        if group.status == "failed":
+            return _Pass("failed", delta, group.error)
+        if has_final:
+            final = await self.agent_pass(task, "final", ctx, scope, ())
+            if final.status == "failed":
+                return final
+            statuses.append(final.status)
+            merge_delta(delta, final.delta)
+        status = "cached" if self._all_cached(task, statuses) else "completed"
+        return _Pass(status, delta)
+
+    def _all_cached(self, task: Task, own: Sequence[str]) -> bool:
+        if any(status != "cached" for status in own):
+            return False
+        seen = [
+            self.tracker.records[node.path].executions
+            for node in task.walk()
+            if node.path != task.path and not node.children
+        ]
+        flat = [status for executions in seen for status in executions]
+        return bool(flat) and all(status in ("cached", "skipped") for status in flat)
+
+    async def run_child(
+        self, child: Task, context: dict[str, Any], scope: Scope, wait_for: Sequence[Any] = ()
+    ) -> NodeResult:
+        """Run one child (leaf pass or branch), then apply its ``on_failure``."""
+        self.tracker.start(child.path, scope.innermost)
+        if scope.iteration and not (child.children and child.execution_type == "loop"):
+            self.tracker.count_iteration(child.path)
+        try:
+            skip = self._should_skip(child, context)
+            if skip:
+                self.tracker.skip_tree(child, None)
+                return NodeResult("skipped")
+            if child.children:
+                outcome = await self._call_branch(child, context, scope, wait_for)
+            else:
+                outcome = await self.agent_pass(child, "single", context, scope, wait_for)
+        except asyncio.CancelledError:
+            self.tracker.finish(
+                child.path, "failed", error="cancelled (a sibling failed or a timeout expired)"
+            )
+            raise
+        except Exception as exc:  # e.g. a skip_if that cannot be evaluated
+            outcome = _Pass("failed", {}, exc)
+        error_text = describe_error(outcome.error) if outcome.error else None
+        self.tracker.finish(child.path, outcome.status, error=error_text)  # type: ignore[arg-type]
+        result = NodeResult(outcome.status, outcome.delta, outcome.error, handle=outcome.handle)  # type: ignore[arg-type]
+        return self._apply_on_failure(child, result, scope)
+
+    async def _call_branch(
+        self, task: Task, context: dict[str, Any], scope: Scope, wait_for: Sequence[Any]
+    ) -> _Pass:
+        runner = self.branch_runner(task)
+        call = {
+            "context": context,
+            "label": scope.label(task.path),
+            "scope": list(scope.iteration),
+            "return_state": True,
+        }
+        if wait_for:
+            call["wait_for"] = list(wait_for)
+        with prefect_tags(*self.tags_for(task)):
+            state = await runner(**call)
+        if state.is_completed():
+            value = await state.aresult()
+            return _Pass(value["status"], dict(value["delta"]), None, state)
+        error = await state.aresult(raise_on_failure=False)
+        if not isinstance(error, BaseException):
+            error = FolpipeError(state.message or f"branch '{task.path}' {state.name}")
+        return _Pass("failed", {}, error, state)
+
+    def _should_skip(self, task: Task, context: Mapping[str, Any]) -> bool:
+        expression = task.config.conditions.skip_if
+        if expression is None:
+            return False
+        condition = self._conditions.get(task.path)
+        if condition is None:
+            from ..expressions import compile_condition
+
+            condition = self._conditions[task.path] = compile_condition(expression)
+        return bool(condition.evaluate(context))
+
+    def _apply_on_failure(self, task: Task, result: NodeResult, scope: Scope) -> NodeResult:
+        """Task-level ``on_failure`` (skip | use_default) before the group's ``on_error``."""
+        mode = task.config.on_failure
+        if result.status != "failed" or mode == "fail":
+            return result
+        entry = error_entry(task, result.error or "failed", scope.innermost)
+        delta: dict[str, Any] = {}
+        if mode == "use_default":
+            delta = outputs_delta(task, task.config.default_output or {})
+        delta["_errors"] = [entry]
+        return NodeResult("failed", delta, result.error, handled=True, handle=result.handle)
+
+    def not_run(self, child: Task, reason: str) -> None:
+        self.tracker.skip_tree(child, reason)
+
+    def warn(self, message: str) -> None:
+        self.warnings.append(message)
+        _run_logger().warning(message)
+
+    def iteration_started(self, group: Task, number: int) -> None:
+        record = self.tracker.records[group.path]
+        record.current_iteration = number
+        self.tracker._emit("iteration", record)
+
+    async def aclose(self) -> None:
+        if self._background:
+            done = await asyncio.gather(*self._background, return_exceptions=True)
+            for item in done:
+                if isinstance(item, BaseException):
+                    LOG.debug("artifact not created: %s", item)
+        await self.pool.aclose()
+
+
+def _run_logger() -> logging.Logger | logging.LoggerAdapter[Any]:
+    try:
+        return get_run_logger()
+    except Exception:
+        return LOG
+
+
+def _retry_condition(retry_on: Sequence[str] | None) -> Any:
+    def retry_condition(_task: Any, _task_run: Any, state: Any) -> bool:
+        data = getattr(state, "data", None)
+        exc = data if isinstance(data, BaseException) else None
+        return should_retry(exc, retry_on) if exc is not None else retry_on is None
+
+    return retry_condition
+
+
+def _payload(outcome: Any) -> dict[str, Any]:
+    """The checkpointed part of a TaskOutcome (plain data)."""
+    usage = getattr(outcome, "usage", None)
+    return {
+        "delta": dict(outcome.delta),
+        "text": getattr(outcome, "text", ""),
+        "usage": usage.to_dict() if hasattr(usage, "to_dict") else dict(usage or {}),
+        "model_calls": getattr(outcome, "model_calls", 0),
+        "tool_calls": getattr(outcome, "tool_calls", 0),
+        "cost": getattr(outcome, "cost", 0.0),
+        "provider": getattr(outcome, "provider", None),
+        "model": getattr(outcome, "model", None),
+    }
+
+
+def _check_serialisable(task: Task, payload: dict[str, Any]) -> None:
+    import json
+
+    try:
+        json.dumps(payload)
+    except (TypeError, ValueError) as exc:
+        raise ResultNotSerializable(
+            f"task '{task.path}' produced an output that cannot be checkpointed as JSON: {exc}"
+        ) from None
+
+
+async def _tag_flow_run(tags: Sequence[str]) -> str | None:
+    """Add the workflow's tags to the current flow run; returns its id."""
+    context = FlowRunContext.get()
+    if context is None or context.flow_run is None:
+        return None
+    flow_run = context.flow_run
+    missing = [tag for tag in tags if tag not in (flow_run.tags or [])]
+    if missing:
+        try:
+            from prefect.client.orchestration import get_client
+
+            async with get_client() as client:
+                await client.update_flow_run(flow_run.id, tags=[*(flow_run.tags or []), *missing])
+        except Exception as exc:  # tags are cosmetic; never fail a run for them
+            LOG.debug("could not tag flow run: %s", exc)
+    return str(flow_run.id)
+
+
+def _preflight(run: WorkflowRun, tasks: Sequence[Task]) -> None:
+    """Resolve every agent task's provider up front: config mistakes fail before any call."""
+    for task in tasks:
+        if task.runs_agent:
+            run.pool.for_task(task)
+
+
+async def run_root(
+    workflow: Workflow, context: Mapping[str, Any] | None, options: RunOptions | None = None
+) -> RunResult:
+    """Execute ``workflow`` inside the current (existing) flow run and report it.
+
+    Seeds the context (root ``context:`` + ``context``), runs the root task (or only
+    ``options.only``), writes the summary artifact and returns a ``RunResult``; it never
+    raises for task failures (``RunResult.status == "failed"``, ``.error``).
+    """
+    options = options or RunOptions()
+    run = WorkflowRun(workflow, options)
+    flow_run_id = await _tag_flow_run(run.tags_for())
+    target = workflow.find(options.only) if options.only else workflow.root
+    seeded = seed_context(workflow, context)
+    started = time.monotonic()
+    try:
+        _preflight(run, list(target.walk()))
+        outcome = await _run_target(run, target, seeded)
+    except ConfigError as exc:
+        outcome = _Pass("failed", {}, exc)
+    finally:
+        await run.aclose()
+    final = child_context(seeded)
+    merge_delta(final, outcome.delta)
+    rows = [row for row in run.tracker.rows() if _in_scope(row["path"], target.path)]
+    result = RunResult(
+        status="failed" if outcome.status == "failed" else "completed",
+        context=plain(final),
+        tasks=rows,
+        flow_run_id=flow_run_id,
+        workflow=workflow.name,
+        error=outcome.error,
+    )
+    if run.artifact_level != "none":
+        await _summary(run, result, time.monotonic() - started)
+    return result
+
+
+def _in_scope(path: str, root: str) -> bool:
+    return not root or path == root or path.startswith(f"{root}/")
+
+
+async def _run_target(run: WorkflowRun, target: Task, context: dict[str, Any]) -> _Pass:
+    run.tracker.start(target.path)
+    if target.children:
+        outcome = await run.run_branch(target, context, Scope())
+    else:
+        outcome = await run.agent_pass(target, "single", context, Scope(), ())
+    error = describe_error(outcome.error) if outcome.error else None
+    run.tracker.finish(target.path, outcome.status, error=error)  # type: ignore[arg-type]
+    return outcome
+
+
+async def _summary(run: WorkflowRun, result: RunResult, elapsed: float) -> None:
+    key = slug(f"{run.workflow.name}-summary", limit=90)
+    description = f"folpipe run of {run.workflow.name}: {result.status} in {elapsed:.1f}s"
+    try:
+        await artifacts.publish_summary(key, result.tasks, description)
+    except Exception as exc:
+        LOG.debug("summary artifact not created: %s", exc)

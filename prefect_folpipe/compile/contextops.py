@@ -1,0 +1,98 @@
+"""Context rules of ARCHITECTURE §4 as small pure functions (Prefect-free).
+
+Context flows vertically: a child gets a copy of its parent's context; the parent merges the
+children's deltas in sibling order. ``_errors`` accumulates (deltas carry only new entries),
+``_env`` is injected per agent call by the agent and never merged back.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from ..spec.tree import Task, Workflow
+
+ERRORS_KEY = "_errors"
+ENV_KEY = "_env"
+
+
+def canonical_json(value: Any) -> str:
+    """Stable JSON text: sorted keys, no whitespace; unknown objects fall back to ``repr``."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=repr)
+
+
+def seed_context(workflow: Workflow, context: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Root ``context:`` of task.yaml overlaid with the run's ``context`` argument."""
+    seeded = copy.deepcopy(dict(workflow.root.config.context))
+    seeded.update(copy.deepcopy(dict(context or {})))
+    seeded.pop(ENV_KEY, None)
+    return seeded
+
+
+def child_context(context: Mapping[str, Any]) -> dict[str, Any]:
+    """The independent copy a child receives."""
+    return copy.deepcopy(dict(context))
+
+
+def merge_delta(target: dict[str, Any], delta: Mapping[str, Any]) -> None:
+    """Merge one task's delta into ``target`` in place (``_errors`` appends)."""
+    for key, value in delta.items():
+        if key == ENV_KEY:
+            continue
+        if key == ERRORS_KEY:
+            target.setdefault(ERRORS_KEY, [])
+            target[ERRORS_KEY] = [*target[ERRORS_KEY], *copy.deepcopy(list(value))]
+        else:
+            target[key] = copy.deepcopy(value)
+
+
+def merge_all(deltas: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """Deltas merged in order into one delta."""
+    merged: dict[str, Any] = {}
+    for delta in deltas:
+        merge_delta(merged, delta)
+    return merged
+
+
+def error_entry(task: Task, error: BaseException | str, iteration: int | None) -> dict[str, Any]:
+    """One ``_errors`` entry: ``{task, error, iteration}``."""
+    return {"task": task.path or task.name, "error": describe_error(error), "iteration": iteration}
+
+
+def describe_error(error: BaseException | str) -> str:
+    """``Type: message`` (with the folpipe code when there is one)."""
+    if isinstance(error, str):
+        return error
+    code = getattr(error, "code", None)
+    prefix = f"{type(error).__name__}"
+    if isinstance(code, str) and code.startswith("FP"):
+        prefix = f"{prefix} [{code}]"
+    text = str(error).strip()
+    return f"{prefix}: {text}" if text else prefix
+
+
+def outputs_delta(task: Task, outputs: Mapping[str, Any]) -> dict[str, Any]:
+    """Outputs placed like a task's answer: top level and under the task's name."""
+    delta = copy.deepcopy(dict(outputs))
+    delta[task.name] = copy.deepcopy(dict(outputs))
+    return delta
+
+
+def cache_input(task: Task, context: Mapping[str, Any]) -> dict[str, Any]:
+    """The part of the context a task actually sees, for its cache key.
+
+    With a declared ``input`` (and no hooks, which may read anything) only those keys count;
+    ``_env`` never counts (it is recomputed per call and holds absolute paths).
+    """
+    spec = task.config.input
+    if spec is not None and not task.hooks:
+        keys = [*spec.required, *spec.optional]
+        return {key: context.get(key) for key in keys}
+    return {key: value for key, value in context.items() if key != ENV_KEY}
+
+
+def plain(value: Any) -> Any:
+    """A JSON round trip: the final context is a plain JSON-serialisable dict."""
+    return json.loads(json.dumps(value, default=repr))

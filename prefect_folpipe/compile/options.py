@@ -1,0 +1,57 @@
+"""Per-run options of the translator (Prefect-free)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+Runner = Callable[..., Awaitable[Any]]
+"""Signature of ``agent.run_task``: ``(task, workflow, context, *, provider, phase, iteration,
+logger, ledger) -> TaskOutcome``."""
+
+ArtifactLevel = Literal["all", "summary", "none"]
+RESULTS_ENV = "FOLPIPE_RESULTS_DIR"
+ARTIFACTS_ENV = "FOLPIPE_ARTIFACTS"
+
+
+@dataclass
+class RunOptions:
+    """How one run executes: provider override, checkpoints, artifacts, hooks for the CLI.
+
+    ``runner`` defaults to the real ``agent.run_task``; tests may inject a stand-in.
+    ``result_storage`` is a ``Path`` (default ``<workflow>/.folpipe/results``, or
+    ``$FOLPIPE_RESULTS_DIR``) or any Prefect result-storage block.
+    """
+
+    provider: str | None = None
+    replies: str | Path | None = None
+    fresh: bool = False
+    record: Path | None = None
+    result_storage: Any = None
+    artifacts: ArtifactLevel | None = None
+    runner: Runner | None = None
+    only: str | None = None
+    """Run only the task at this path (``folpipe run-task``), in the workflow's context."""
+    listeners: list[Callable[[str, Any], None]] = field(default_factory=list)
+    """Called with ``(event, TaskRecord)`` on every state change (live progress view)."""
+    keep_run_record: bool = True
+
+    def storage_for(self, root_dir: Path) -> Any:
+        """The result storage to use: explicit, then the environment, then the default."""
+        if self.result_storage is not None:
+            if isinstance(self.result_storage, str):
+                return Path(self.result_storage)
+            return self.result_storage
+        env = os.environ.get(RESULTS_ENV)
+        if env:
+            return Path(env)
+        return root_dir / ".folpipe" / "results"
+
+    def artifact_level(self) -> ArtifactLevel:
+        if self.artifacts is not None:
+            return self.artifacts
+        value = os.environ.get(ARTIFACTS_ENV, "all").strip().lower()
+        return value if value in ("all", "summary", "none") else "all"  # type: ignore[return-value]

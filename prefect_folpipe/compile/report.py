@@ -1,0 +1,183 @@
+"""What a run reports (Prefect-free): per-task records, the tracker, and ``RunResult``.
+
+``RunResult.to_json()`` is the ``folpipe run --json`` document of ARCHITECTURE §3.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ..spec.tree import Task
+
+Status = Literal["pending", "running", "completed", "cached", "skipped", "failed"]
+Listener = Callable[[str, "TaskRecord"], None]
+
+
+@dataclass
+class TaskRecord:
+    """Everything reported about one task, summed over its executions (loop iterations)."""
+
+    path: str
+    name: str
+    kind: str
+    depth: int
+    status: Status = "pending"
+    attempts: int = 0
+    iterations: int | None = None
+    model_calls: int = 0
+    tool_calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    duration_s: float = 0.0
+    error: str | None = None
+    current_iteration: int | None = None
+    started: float | None = None
+    executions: list[str] = field(default_factory=list)
+
+    def settle(self) -> Status:
+        """The reported status: a failed last execution wins, then completed, then cached."""
+        if not self.executions:
+            return "skipped" if self.status in ("pending", "skipped") else self.status
+        if self.executions[-1] == "failed":
+            return "failed"
+        for status in ("completed", "cached"):
+            if status in self.executions:
+                return status  # type: ignore[return-value]
+        return "skipped"
+
+    def to_dict(self) -> dict[str, Any]:
+        """One entry of the ``tasks`` list of the run document."""
+        return {
+            "path": self.path,
+            "name": self.name,
+            "status": self.settle(),
+            "attempts": self.attempts,
+            "iterations": self.iterations,
+            "model_calls": self.model_calls,
+            "tool_calls": self.tool_calls,
+            "usage": {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens},
+            "duration_s": round(self.duration_s, 3),
+            "error": self.error,
+        }
+
+
+class RunTracker:
+    """Collects task records during a run and notifies listeners (the live view)."""
+
+    def __init__(self, tasks: Iterable[Task], listeners: Iterable[Listener] = ()) -> None:
+        self.records: dict[str, TaskRecord] = {}
+        for task in tasks:
+            depth = task.path.count("/") + 1 if task.path else 0
+            self.records[task.path] = TaskRecord(task.path, task.name, task.kind, depth)
+        self.listeners = list(listeners)
+
+    def _emit(self, event: str, record: TaskRecord) -> None:
+        for listener in self.listeners:
+            try:
+                listener(event, record)
+            except Exception:  # a broken view must not break the run
+                continue
+
+    def start(self, path: str, iteration: int | None = None) -> None:
+        record = self.records[path]
+        record.status = "running"
+        record.started = time.monotonic()
+        record.current_iteration = iteration
+        self._emit("start", record)
+
+    def attempt(self, path: str, number: int) -> None:
+        record = self.records[path]
+        record.attempts += 1
+        self._emit("attempt", record)
+
+    def charge(self, path: str, payload: Mapping[str, Any]) -> None:
+        """Add one executed (not cached) agent pass's usage."""
+        record = self.records[path]
+        usage = payload.get("usage") or {}
+        record.model_calls += int(payload.get("model_calls") or 0)
+        record.tool_calls += int(payload.get("tool_calls") or 0)
+        record.input_tokens += int(usage.get("input_tokens") or 0)
+        record.output_tokens += int(usage.get("output_tokens") or 0)
+
+    def finish(self, path: str, status: Status, *, error: str | None = None) -> None:
+        record = self.records[path]
+        if record.started is not None:
+            record.duration_s += time.monotonic() - record.started
+            record.started = None
+        record.executions.append(status)
+        record.status = status
+        if status in ("failed", "skipped"):
+            record.error = error or record.error
+        else:
+            record.error = None
+        self._emit("finish", record)
+
+    def count_iteration(self, path: str) -> None:
+        record = self.records[path]
+        record.iterations = (record.iterations or 0) + 1
+
+    def skip_tree(self, task: Task, reason: str | None) -> None:
+        """Mark a task and all its descendants skipped (``skip_if`` or a failed upstream)."""
+        for node in task.walk():
+            if node.path == task.path:
+                self.finish(node.path, "skipped", error=reason)
+            elif self.records[node.path].status == "pending":
+                self.records[node.path].error = reason
+                self._emit("finish", self.records[node.path])
+
+    def rows(self) -> list[dict[str, Any]]:
+        return [record.to_dict() for record in self.records.values()]
+
+
+@dataclass
+class RunResult:
+    """The outcome of one workflow run (``folpipe run --json``)."""
+
+    status: Literal["completed", "failed"]
+    context: dict[str, Any]
+    tasks: list[dict[str, Any]]
+    flow_run_id: str | None = None
+    workflow: str = ""
+    error: BaseException | None = None
+    """The exception that failed the run (not part of the JSON document)."""
+
+    @property
+    def usage(self) -> dict[str, int]:
+        total = {"input_tokens": 0, "output_tokens": 0, "model_calls": 0}
+        for row in self.tasks:
+            total["input_tokens"] += row["usage"]["input_tokens"]
+            total["output_tokens"] += row["usage"]["output_tokens"]
+            total["model_calls"] += row["model_calls"]
+        return total
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "completed"
+
+    def task(self, path: str) -> dict[str, Any]:
+        """The entry of the task at ``path``."""
+        for row in self.tasks:
+            if row["path"] == path:
+                return row
+        raise KeyError(path)
+
+    def reused(self) -> list[str]:
+        """Paths of tasks whose checkpoint was reused."""
+        return [row["path"] for row in self.tasks if row["status"] == "cached"]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "flow_run_id": self.flow_run_id,
+            "context": self.context,
+            "tasks": self.tasks,
+            "usage": self.usage,
+        }
+
+    def to_json(self, *, indent: int | None = None) -> str:
+        """The exact ``folpipe run --json`` document."""
+        return json.dumps(self.to_dict(), indent=indent, default=repr)
