@@ -1,1 +1,190 @@
-"""loader."""
+"""Workflow folder -> :class:`~prefect_folpipe.spec.Workflow` (no Prefect here).
+
+``load_workflow(path)`` walks the folder (spec §2.5, §2.7), parses every task.yaml with line
+numbers, applies the config cascade (§5.0), resolves providers (§6.4), expands instruction
+includes and the JSON-output instruction (§2.4), discovers and resolves tools (§2.8-2.10) and
+hooks, hashes each task's content, then runs the validation rules of ``validate/``. It raises
+one :class:`WorkflowValidationError` carrying every error; warnings stay on
+``Workflow.warnings``. :func:`load` does the same without the rules and without raising.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from ..errors import Diagnostic, Severity, WorkflowValidationError
+from ..spec.tree import Task, ToolSpec, Workflow
+from . import _tools
+from ._cascade import Cascade, ProviderTable, check_task_provider
+from ._discover import Discovery, RawTask
+from ._hash import task_hash
+from ._instructions import Snippets, system_prompt
+from ._yaml import SourceMap
+
+__all__ = ["LoadResult", "SourceMap", "load", "load_workflow"]
+
+
+@dataclass
+class LoadResult:
+    """A loaded (maybe broken) workflow, the diagnostics found so far and source maps."""
+
+    root_dir: Path
+    workflow: Workflow | None
+    diagnostics: list[Diagnostic]
+    sources: dict[int, SourceMap] = field(default_factory=dict)
+
+    def source(self, task: Task) -> SourceMap:
+        """Line map of the task's task.yaml / SKILL.md (empty when it has none)."""
+        return self.sources.get(id(task)) or SourceMap(task.rel_dir or ".")
+
+    def all_tasks(self) -> Iterator[Task]:
+        """Every task, disabled ones and their subtrees included, root first."""
+        if self.workflow is None:
+            return
+        stack = [self.workflow.root]
+        while stack:
+            task = stack.pop()
+            yield task
+            stack.extend(reversed([*task.children, *task.disabled_children]))
+
+
+def load(path: str | Path) -> LoadResult:
+    """Read a workflow folder into a tree, collecting every loading diagnostic; never raises
+    for author mistakes."""
+    root = Path(path).absolute()
+    discovery = Discovery(root)
+    raw_root = discovery.load_root()
+    if raw_root is None:
+        return LoadResult(root, None, discovery.diagnostics)
+    builder = _Builder(root, raw_root)
+    task = builder.build(raw_root, Cascade(), ())
+    workflow = Workflow(root=task, root_dir=root, name=task.name, shared_tools=builder.shared_tools)
+    diagnostics = _dedupe([*discovery.diagnostics, *builder.diagnostics])
+    return LoadResult(root, workflow, diagnostics, builder.sources)
+
+
+def load_workflow(path: str | Path) -> Workflow:
+    """Load and validate a workflow folder; raise WorkflowValidationError on any error."""
+    from ..validate import check
+
+    result, diagnostics = check(path)
+    errors = [d for d in diagnostics if d.severity == Severity.ERROR]
+    if errors or result.workflow is None:
+        raise WorkflowValidationError(diagnostics)
+    warnings = tuple(d for d in diagnostics if d.severity == Severity.WARNING)
+    return replace(result.workflow, warnings=warnings)
+
+
+class _Builder:
+    """Resolves RawTasks top-down into frozen Tasks (children first built, then the parent)."""
+
+    def __init__(self, root: Path, raw_root: RawTask) -> None:
+        self.root = root
+        self.diagnostics: list[Diagnostic] = []
+        self.sources: dict[int, SourceMap] = {}
+        self.snippets = Snippets(root)
+        self.providers = ProviderTable.from_root(raw_root.config, raw_root.source)
+        self.diagnostics += self.providers.diagnostics
+        shared, problems = _tools.shared_tools(root)
+        self.shared_tools: tuple[ToolSpec, ...] = shared
+        self._add(problems, "")
+        self.raw_root = raw_root
+
+    def build(self, raw: RawTask, parent: Cascade, lineage: tuple) -> Task:  # type: ignore[type-arg]
+        cascade = parent.child(raw.config)
+        provider = self.providers.resolve(cascade.agent)
+        self.diagnostics += check_task_provider(
+            raw.config, provider, self.providers, raw.source, raw.path
+        )
+        self._check_providers_block(raw)
+        instructions, snippet_files = self._instructions(raw)
+        own, problems = _tools.own_tools(raw.folder, raw.entries, raw.path)
+        self._add(problems, raw.path)
+        lineage = (*lineage, (raw.path, raw.config, own))
+        tools, problems = _tools.resolved_tools(lineage, self.shared_tools)
+        self._add(problems, raw.path)
+        hash_ = task_hash(raw.path, raw.folder, raw.entries, snippet_files, tools, provider)
+        task = Task(
+            name=raw.name,
+            path=raw.path,
+            folder=raw.folder,
+            config=raw.config,
+            settings=cascade.effective_settings(),
+            priority=raw.priority,
+            instructions=instructions,
+            instructions_file=raw.instructions_file,
+            system_prompt=system_prompt(instructions, raw.config.output),
+            children=tuple(self.build(c, cascade, lineage) for c in raw.children),
+            disabled_children=tuple(self.build(c, cascade, lineage) for c in raw.disabled),
+            tools=tools,
+            own_tools=own,
+            provider=provider,
+            hooks=_tools.hooks(raw.folder, raw.entries),
+            content_hash=hash_,
+            source_file=raw.source_file,
+            rel_dir=raw.rel_dir,
+        )
+        self.sources[id(task)] = raw.source if raw.source_file else SourceMap(raw.rel_dir or ".")
+        return task
+
+    def _instructions(self, raw: RawTask) -> tuple[str | None, list[Path]]:
+        if raw.instructions is None or raw.instructions_file is None:
+            return None, []
+        file = raw.instructions_file.relative_to(self.root).as_posix()
+        text, files, problems = self.snippets.expand(
+            raw.instructions, file, raw.path, raw.instructions_line
+        )
+        self.diagnostics += problems
+        return text, files
+
+    def _check_providers_block(self, raw: RawTask) -> None:
+        if raw is self.raw_root or raw.config.providers is None:
+            return
+        self.diagnostics.append(
+            Diagnostic(
+                "FP163",
+                "a `providers:` block is read only from the root task.yaml; this one is ignored",
+                raw.source.file,
+                raw.source.line(("providers",)),
+                raw.path,
+                "move it to the root task.yaml; pick a provider here with `agent: {provider: ...}`",
+                Severity.WARNING,
+            )
+        )
+
+    def _add(self, problems: list[Diagnostic], path: str) -> None:
+        """Diagnostics from the tools package, with files made relative to the root."""
+        for problem in problems:
+            self.diagnostics.append(
+                replace(
+                    problem,
+                    file=_relative(problem.file, self.root),
+                    task=path if problem.task in (None, "<shared>") and path else problem.task,
+                )
+            )
+
+
+def _relative(file: str | None, root: Path) -> str | None:
+    if not file:
+        return file
+    candidate = Path(file)
+    if not candidate.is_absolute():
+        return file
+    try:
+        return candidate.relative_to(root).as_posix()
+    except ValueError:
+        return file
+
+
+def _dedupe(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
+    """The same problem reached from several tasks (a shared snippet, say) is reported once."""
+    seen: set[tuple[object, ...]] = set()
+    out = []
+    for diagnostic in diagnostics:
+        key = (diagnostic.code, diagnostic.message, diagnostic.file, diagnostic.line)
+        if key not in seen:
+            seen.add(key)
+            out.append(diagnostic)
+    return out

@@ -1,1 +1,68 @@
-"""validate."""
+"""Validation: every author mistake of a workflow folder, found in one pass.
+
+Loading (``loader.load``) reports what it meets while reading: YAML syntax, unknown keys, wrong
+types, names, includes, providers, tools. Then each rule of :data:`RULES` — a small pure
+function ``(LoadResult) -> Iterable[Diagnostic]`` — looks at the loaded tree, in order. Add a
+rule by writing a module with one such function and appending it here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from ..errors import Diagnostic, Severity
+from ..loader import LoadResult, load
+from .conditions import check_conditions
+from .dependencies import check_dependencies
+from .failure import check_failure_policy
+from .loops import check_loops
+from .structure import check_empty_tasks
+
+Rule = Callable[[LoadResult], Iterable[Diagnostic]]
+
+RULES: tuple[Rule, ...] = (
+    check_empty_tasks,
+    check_dependencies,
+    check_loops,
+    check_conditions,
+    check_failure_policy,
+)
+
+__all__ = ["RULES", "Rule", "check", "run_rules", "validate_workflow"]
+
+
+def run_rules(result: LoadResult, rules: Iterable[Rule] = RULES) -> list[Diagnostic]:
+    """Diagnostics of every rule over a loaded workflow (none when it could not load)."""
+    if result.workflow is None:
+        return []
+    return [diagnostic for rule in rules for diagnostic in rule(result)]
+
+
+def check(path: str | Path) -> tuple[LoadResult, list[Diagnostic]]:
+    """Load and run every rule: the result plus all diagnostics, errors first."""
+    result = load(path)
+    diagnostics = [*result.diagnostics, *run_rules(result)]
+    return result, by_severity(diagnostics)
+
+
+def validate_workflow(path: str | Path) -> list[Diagnostic]:
+    """Every problem of the workflow folder at ``path``, errors first; never raises for
+    author mistakes (an unexpected failure becomes diagnostic FP190)."""
+    try:
+        return check(path)[1]
+    except Exception as exc:  # the validator reports, it does not crash
+        return [internal_error(exc)]
+
+
+def by_severity(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
+    """Errors first, then warnings; the order found is kept within each group."""
+    return sorted(diagnostics, key=lambda d: d.severity != Severity.ERROR)
+
+
+def internal_error(exc: BaseException) -> Diagnostic:
+    return Diagnostic(
+        "FP190",
+        f"internal error while validating: {type(exc).__name__}: {exc}",
+        hint="this is a bug in prefect_folpipe; please report it with the workflow folder",
+    )

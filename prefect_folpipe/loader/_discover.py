@@ -1,0 +1,391 @@
+"""Folder walk (spec §2.5, §2.7): task identity, children, ordering, names and paths."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from ..errors import Diagnostic, Severity
+from ..spec.config import TaskConfig
+from ..spec.tree import DEFAULT_PRIORITY
+from ._config import parse_config, suggest
+from ._yaml import SourceMap, YamlProblem, parse_yaml
+
+TASK_YAML = "task.yaml"
+INSTRUCTIONS = "instructions.md"
+SKILL = "SKILL.md"
+SUBTASKS = "subtasks"
+MARKERS = (INSTRUCTIONS, TASK_YAML, SUBTASKS, SKILL)
+PREFIX = re.compile(r"^(\d+)_(?=.)")
+IGNORED_DIRS = frozenset({"__pycache__"})
+
+
+@dataclass
+class RawTask:
+    """A task folder as read from disk, before the cascade and resolution."""
+
+    folder: Path
+    rel_dir: str
+    entries: frozenset[str]
+    config: TaskConfig
+    source: SourceMap
+    source_file: Path | None
+    name: str
+    priority: int
+    path: str = ""
+    instructions: str | None = None
+    instructions_file: Path | None = None
+    instructions_line: int = 1
+    """Line of the instructions' first line in their file (SKILL.md bodies start later)."""
+    children: list[RawTask] = field(default_factory=list)
+    disabled: list[RawTask] = field(default_factory=list)
+
+    @property
+    def has_subtasks_dir(self) -> bool:
+        return SUBTASKS in self.entries
+
+
+class Discovery:
+    """Walks a workflow folder into RawTasks, collecting every diagnostic on the way."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.diagnostics: list[Diagnostic] = []
+
+    def rel(self, path: Path) -> str:
+        return path.relative_to(self.root).as_posix() if path != self.root else "."
+
+    def error(
+        self,
+        code: str,
+        message: str,
+        file: str | None,
+        line: int | None = None,
+        task: str | None = None,
+        hint: str | None = None,
+        severity: Severity = Severity.ERROR,
+    ) -> None:
+        self.diagnostics.append(Diagnostic(code, message, file, line, task, hint, severity))
+
+    # --- one folder -----------------------------------------------------------------------
+
+    def load_root(self) -> RawTask | None:
+        if not self.root.is_dir():
+            what = "does not exist" if not self.root.exists() else "is not a folder"
+            self.error(
+                "FP101",
+                f"workflow path {str(self.root)!r} {what}",
+                None,
+                hint="pass the workflow's root folder",
+            )
+            return None
+        entries = _entries(self.root)
+        if not entries & set(MARKERS):
+            self.error(
+                "FP101",
+                "the workflow root has no task marker (instructions.md, "
+                "task.yaml, SKILL.md or subtasks/)",
+                ".",
+                hint="run `folpipe init PATH` or add an instructions.md",
+            )
+            return None
+        task = self.load_folder(self.root, entries, "", (self.root.resolve(),))
+        self._set_paths(task, "")
+        self._label_with_paths(task)
+        return task
+
+    def _label_with_paths(self, root: RawTask) -> None:
+        """Diagnostics were labelled with folders while paths were unknown: use paths now."""
+        paths: dict[str, str] = {}
+        stack = [root]
+        while stack:
+            task = stack.pop()
+            paths[task.rel_dir] = task.path
+            stack += [*task.children, *task.disabled]
+        self.diagnostics = [
+            replace(d, task=paths.get(d.task, d.task)) if d.task is not None else d
+            for d in self.diagnostics
+        ]
+
+    def load_folder(
+        self, folder: Path, entries: frozenset[str], label: str, lineage: tuple[Path, ...]
+    ) -> RawTask:
+        """Read one task folder and, recursively, its children."""
+        rel_dir = "" if folder == self.root else self.rel(folder)
+        config, source, source_file, instructions = self._read_config(folder, entries, label)
+        name = self._name(config, folder, source, label)
+        match = PREFIX.match(folder.name)
+        default_priority = int(match.group(1)) if match else DEFAULT_PRIORITY
+        task = RawTask(
+            folder=folder,
+            rel_dir=rel_dir,
+            entries=entries,
+            config=config,
+            source=source,
+            source_file=source_file,
+            name=name,
+            priority=config.priority if config.priority is not None else default_priority,
+        )
+        if instructions is not None:
+            task.instructions, task.instructions_file, task.instructions_line = instructions
+        if task.has_subtasks_dir:
+            self._load_children(task, lineage)
+        return task
+
+    def _read_config(
+        self, folder: Path, entries: frozenset[str], label: str
+    ) -> tuple[TaskConfig, SourceMap, Path | None, tuple[str, Path, int] | None]:
+        rel = f"{self.rel(folder)}/" if folder != self.root else ""
+        if SKILL in entries and not entries & {TASK_YAML, INSTRUCTIONS}:
+            return self._read_skill(folder / SKILL, f"{rel}{SKILL}", label)
+        if SKILL in entries:
+            self.error(
+                "FP107",
+                "SKILL.md next to task.yaml / instructions.md is ignored",
+                f"{rel}{SKILL}",
+                1,
+                label,
+                "keep either SKILL.md (front-matter + body) or task.yaml + instructions.md",
+                Severity.WARNING,
+            )
+        source = SourceMap(f"{rel}{TASK_YAML}")
+        config, source_file = TaskConfig(), None
+        if TASK_YAML in entries:
+            source_file = folder / TASK_YAML
+            text = self._read_text(source_file, source.file, label)
+            if text is not None:
+                config, source = self._parse(text, source.file, label)
+        instructions = None
+        if INSTRUCTIONS in entries:
+            body = self._read_text(folder / INSTRUCTIONS, f"{rel}{INSTRUCTIONS}", label)
+            instructions = (body or "", folder / INSTRUCTIONS, 1)
+        return config, source, source_file, instructions
+
+    def _read_skill(
+        self, file: Path, rel: str, label: str
+    ) -> tuple[TaskConfig, SourceMap, Path | None, tuple[str, Path, int] | None]:
+        text = self._read_text(file, rel, label)
+        if text is None:
+            return TaskConfig(), SourceMap(rel), file, None
+        lines = text.splitlines(keepends=True)
+        if not lines or lines[0].strip() != "---":
+            return TaskConfig(), SourceMap(rel), file, (text, file, 1)
+        end = next((i for i in range(1, len(lines)) if lines[i].strip() == "---"), None)
+        if end is None:
+            self.error(
+                "FP107",
+                "SKILL.md front-matter is not closed by a `---` line",
+                rel,
+                1,
+                label,
+                "end the YAML front-matter with a line holding only ---",
+            )
+            return TaskConfig(), SourceMap(rel), file, (text, file, 1)
+        config, source = self._parse("".join(lines[1:end]), rel, label, line_offset=1)
+        return config, source, file, ("".join(lines[end + 1 :]), file, end + 2)
+
+    def _read_text(self, file: Path, rel: str, label: str) -> str | None:
+        try:
+            return file.read_bytes().decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            self.error(
+                "FP108",
+                f"file is not UTF-8 text ({exc.reason} at byte {exc.start})",
+                rel,
+                None,
+                label,
+                "save the file as UTF-8",
+            )
+        except OSError as exc:
+            self.error(
+                "FP108",
+                f"cannot read file: {exc.strerror or exc}",
+                rel,
+                None,
+                label,
+                "check the file's permissions",
+            )
+        return None
+
+    def _parse(
+        self, text: str, rel: str, label: str, *, line_offset: int = 0
+    ) -> tuple[TaskConfig, SourceMap]:
+        data, source, problems = parse_yaml(text, rel, line_offset=line_offset)
+        for problem in problems:
+            self._yaml_problem(problem, rel, label)
+        if any(p.kind == "syntax" for p in problems):
+            return TaskConfig(), source
+        config, _, diagnostics = parse_config(data, source, label)
+        self.diagnostics += diagnostics
+        return config, source
+
+    def _yaml_problem(self, problem: YamlProblem, rel: str, label: str) -> None:
+        if problem.kind == "duplicate":
+            self.error(
+                "FP105", problem.message, rel, problem.line, label, "remove one of the two keys"
+            )
+        else:
+            self.error(
+                "FP102",
+                problem.message,
+                rel,
+                problem.line,
+                label,
+                "check indentation, colons and quotes around this line",
+            )
+
+    def _name(self, config: TaskConfig, folder: Path, source: SourceMap, label: str) -> str:
+        fallback = PREFIX.sub("", folder.name) or folder.name
+        name = config.name
+        if name is None:
+            return fallback
+        if not name.strip() or "/" in name or name.startswith("."):
+            self.error(
+                "FP116",
+                f"invalid task name {name!r}",
+                source.file,
+                source.line(("name",)),
+                label,
+                "a name is not empty, has no '/' and does not start with '.'",
+            )
+            return fallback
+        return name
+
+    # --- children ---------------------------------------------------------------------------
+
+    def _load_children(self, parent: RawTask, lineage: tuple[Path, ...]) -> None:
+        subtasks = parent.folder / SUBTASKS
+        found: list[RawTask] = []
+        for child_dir in _child_dirs(subtasks):
+            real = child_dir.resolve()
+            if real in lineage:
+                self.error(
+                    "FP119",
+                    "symlink loop: this folder contains itself",
+                    self.rel(child_dir),
+                    hint="remove the symlink",
+                )
+                continue
+            entries = _entries(child_dir)
+            if not entries & set(MARKERS):
+                self.error(
+                    "FP113",
+                    "folder under subtasks/ has no task marker and is ignored",
+                    self.rel(child_dir),
+                    None,
+                    parent.rel_dir,
+                    "add instructions.md or task.yaml to make it a task",
+                    Severity.WARNING,
+                )
+                continue
+            label = self.rel(child_dir)
+            found.append(self.load_folder(child_dir, entries, label, (*lineage, real)))
+        ordered = self._order(parent, found)
+        parent.children = [c for c in ordered if c.config.enabled]
+        parent.disabled = [c for c in ordered if not c.config.enabled]
+
+    def _order(self, parent: RawTask, found: list[RawTask]) -> list[RawTask]:
+        found.sort(key=lambda c: (c.priority, c.folder.name))
+        order = parent.config.subtasks.order if parent.config.subtasks else None
+        if order is None:
+            return found
+        by_key: dict[str, RawTask] = {}
+        for child in found:
+            by_key.setdefault(child.folder.name, child)
+            by_key.setdefault(child.name, child)
+        chosen: list[RawTask] = []
+        for index, entry in enumerate(order):
+            self._order_entry(parent, by_key, chosen, index, entry)
+        for child in found:
+            if not any(child is c for c in chosen):
+                self.error(
+                    "FP114",
+                    f"subtask {child.name!r} is not listed in subtasks.order and is left out",
+                    parent.source.file,
+                    parent.source.line(("subtasks", "order")),
+                    parent.rel_dir,
+                    f"add {child.name!r} to subtasks.order, or remove the folder",
+                    Severity.WARNING,
+                )
+        return chosen
+
+    def _order_entry(
+        self,
+        parent: RawTask,
+        by_key: dict[str, RawTask],
+        chosen: list[RawTask],
+        index: int,
+        entry: str,
+    ) -> None:
+        loc = ("subtasks", "order", index)
+        child = by_key.get(entry)
+        if child is None:
+            close = suggest(entry, sorted(by_key))
+            self.error(
+                "FP111",
+                f"subtasks.order names unknown subtask {entry!r}",
+                parent.source.file,
+                parent.source.line(loc),
+                parent.rel_dir,
+                f"did you mean {close!r}?"
+                if close
+                else f"subtasks are: {', '.join(sorted(by_key)) or 'none'}",
+            )
+        elif any(child is c for c in chosen):
+            self.error(
+                "FP112",
+                f"subtasks.order lists {entry!r} twice",
+                parent.source.file,
+                parent.source.line(loc),
+                parent.rel_dir,
+                "list each subtask once",
+            )
+        else:
+            chosen.append(child)
+
+    def _set_paths(self, task: RawTask, path: str) -> None:
+        task.path = path
+        seen: dict[str, RawTask] = {}
+        for child in [*task.children, *task.disabled]:
+            if child.name in seen:
+                other = seen[child.name]
+                file, line = _name_site(child)
+                self.error(
+                    "FP110",
+                    f"two subtasks are named {child.name!r} ({other.rel_dir} and {child.rel_dir})",
+                    file,
+                    line,
+                    task.rel_dir,
+                    "sibling names must be unique: rename a folder or set `name:`",
+                )
+            seen.setdefault(child.name, child)
+            self._set_paths(child, f"{path}/{child.name}" if path else child.name)
+
+
+def _name_site(task: RawTask) -> tuple[str, int | None]:
+    """Where a task's name comes from: its ``name:`` line, else its folder."""
+    if task.source_file is not None and ("name",) in task.source.lines:
+        return task.source.file, task.source.line(("name",))
+    return task.rel_dir, None
+
+
+def _entries(folder: Path) -> frozenset[str]:
+    try:
+        with os.scandir(folder) as it:
+            return frozenset(e.name for e in it)
+    except OSError:
+        return frozenset()
+
+
+def _child_dirs(subtasks: Path) -> list[Path]:
+    try:
+        with os.scandir(subtasks) as it:
+            return [
+                Path(e.path)
+                for e in it
+                if e.is_dir() and not e.name.startswith(".") and e.name not in IGNORED_DIRS
+            ]
+    except OSError:
+        return []

@@ -1,0 +1,78 @@
+"""Content hashes: what a task's checkpoints key on.
+
+A task's hash covers its path, its own files (task.yaml, instructions.md, SKILL.md, tools.md,
+everything under tools/ and hooks/ except hidden files and ``__pycache__``), the snippets its
+instructions include, its resolved tools' hashes and its resolved provider settings. It does
+not cover ``subtasks/``, ``.folpipe/`` or anything of a sibling, so editing one task never
+invalidates another task's checkpoint.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from ..spec.tree import ResolvedProvider, ToolSpec
+
+OWN_FILES = ("task.yaml", "instructions.md", "SKILL.md", "tools.md")
+OWN_DIRS = ("tools", "hooks")
+
+
+def task_hash(
+    path: str,
+    folder: Path,
+    entries: frozenset[str],
+    snippets: Iterable[Path],
+    tools: Iterable[ToolSpec],
+    provider: ResolvedProvider | None,
+) -> str:
+    """sha256 of everything that decides what this task does (see the module docstring)."""
+    digest = hashlib.sha256()
+    digest.update(f"path\0{path}\0".encode())
+    for rel, file in _own_files(folder, entries):
+        _add_file(digest, rel, file)
+    for snippet in sorted(set(snippets)):
+        _add_file(digest, f"snippet:{snippet.name}", snippet)
+    for tool in sorted(tools, key=lambda t: (t.name, t.owner)):
+        digest.update(f"tool\0{tool.name}\0{tool.owner}\0{tool.content_hash}\0".encode())
+    if provider is not None:
+        settings = provider.config.model_dump(mode="json", exclude_none=True)
+        blob = json.dumps([provider.name, provider.type, settings], sort_keys=True, default=str)
+        digest.update(f"provider\0{blob}\0".encode())
+    return digest.hexdigest()
+
+
+def _own_files(folder: Path, entries: frozenset[str]) -> Iterator[tuple[str, Path]]:
+    for name in OWN_FILES:
+        if name in entries:
+            yield name, folder / name
+    for name in OWN_DIRS:
+        if name in entries:
+            yield from _tree(folder / name, name)
+
+
+def _tree(folder: Path, rel: str) -> Iterator[tuple[str, Path]]:
+    try:
+        with os.scandir(folder) as it:
+            entries = sorted(it, key=lambda e: e.name)
+    except OSError:
+        return
+    for entry in entries:
+        if entry.name.startswith(".") or entry.name == "__pycache__":
+            continue
+        if entry.is_dir():
+            yield from _tree(Path(entry.path), f"{rel}/{entry.name}")
+        elif entry.is_file():
+            yield f"{rel}/{entry.name}", Path(entry.path)
+
+
+def _add_file(digest: hashlib._Hash, rel: str, file: Path) -> None:
+    try:
+        data = file.read_bytes()
+    except OSError:
+        data = b"\0unreadable"
+    digest.update(f"file\0{rel}\0{len(data)}\0".encode())
+    digest.update(data)

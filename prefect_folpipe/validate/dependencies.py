@@ -1,0 +1,114 @@
+"""`depends_on`: only between siblings of a `graph` group, no unknown names, no cycles."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from ..errors import Diagnostic, Severity
+from ..loader import LoadResult
+from ..loader._config import suggest
+from ..spec.tree import Task
+from ._common import at, siblings
+
+
+def check_dependencies(result: LoadResult) -> Iterator[Diagnostic]:
+    """FP140 unknown sibling; FP141 depends_on outside a graph group; FP142 cycles;
+    FP144 dependency on a disabled sibling (warning)."""
+    assert result.workflow is not None
+    root = result.workflow.root
+    if root.config.depends_on:
+        yield at(
+            result,
+            root,
+            "FP141",
+            "the workflow root has no siblings to depend on",
+            ("depends_on",),
+            "remove depends_on from the root task.yaml",
+        )
+    for parent in result.all_tasks():
+        group = siblings(parent)
+        if any(child.config.depends_on for child in group):
+            yield from _check_group(result, parent, group)
+
+
+def _check_group(result: LoadResult, parent: Task, group: tuple[Task, ...]) -> Iterator[Diagnostic]:
+    enabled = {child.name for child in parent.children}
+    disabled = {child.name for child in parent.disabled_children}
+    edges: list[tuple[str, str]] = []
+    for child in group:
+        if not child.config.depends_on:
+            continue
+        if parent.execution_type != "graph":
+            yield at(
+                result,
+                child,
+                "FP141",
+                "depends_on applies only when the parent runs its "
+                f"subtasks as a graph (it runs them {parent.execution_type})",
+                ("depends_on",),
+                f"set `subtasks: {{execution_type: graph}}` in "
+                f"{parent.rel_dir or 'the root'}/task.yaml",
+            )
+            continue
+        for index, name in enumerate(child.config.depends_on):
+            loc = ("depends_on", index)
+            if name in enabled and child.name in enabled:
+                edges.append((name, child.name))
+            elif name in disabled:
+                yield at(
+                    result,
+                    child,
+                    "FP144",
+                    f"depends on disabled subtask {name!r}; the dependency is ignored",
+                    loc,
+                    "enable it, or remove the dependency",
+                    Severity.WARNING,
+                )
+            elif name not in enabled:
+                close = suggest(name, sorted(enabled | disabled))
+                yield at(
+                    result,
+                    child,
+                    "FP140",
+                    f"depends_on names unknown sibling {name!r}",
+                    loc,
+                    f"did you mean {close!r}?"
+                    if close
+                    else f"siblings: {', '.join(sorted(enabled)) or 'none'}",
+                )
+    yield from _cycles(result, parent, edges)
+
+
+def _cycles(result: LoadResult, parent: Task, edges: list[tuple[str, str]]) -> Iterator[Diagnostic]:
+    if not edges:
+        return
+    import networkx as nx  # lazily: only graphs with edges pay for the import
+
+    graph = nx.DiGraph(edges)
+    by_name = {child.name: child for child in parent.children}
+    for count, cycle in enumerate(nx.simple_cycles(graph)):
+        if count == 10:
+            break
+        first = min(cycle)
+        start = cycle.index(first)
+        ordered = [*cycle[start:], *cycle[:start]]
+        # edges point dependency -> dependent, so "depends on" walks the cycle backwards
+        chain = [first, *reversed(ordered[1:]), first]
+        task = by_name[first]
+        index = _index_of(task, chain[1])
+        text = " -> ".join(chain)
+        yield at(
+            result,
+            task,
+            "FP142",
+            f"dependency cycle: {text}",
+            ("depends_on", index),
+            "remove one depends_on entry of the cycle",
+        )
+
+
+def _index_of(task: Task, name: str) -> int:
+    try:
+        return task.config.depends_on.index(name)
+    except ValueError:
+        return 0
