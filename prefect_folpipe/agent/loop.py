@@ -42,13 +42,14 @@ class CallLedger(Protocol):
     """What the loop asks of a budget ledger (``agent.budget.BudgetLedger`` implements it).
 
     ``before_call`` runs before every model call and raises ``errors.BudgetExceeded`` to stop
-    it; ``after_call`` is told the call's usage and may return its cost (a float) to add to
-    ``TaskOutcome.cost``. Either may be a coroutine function.
+    it; ``after_call`` is told the call's usage and the model that answered, and may return
+    the call's cost (a float) to add to ``TaskOutcome.cost``. Either may be a coroutine
+    function.
     """
 
     def before_call(self, task: Task) -> Any: ...
 
-    def after_call(self, task: Task, usage: Usage) -> Any: ...
+    def after_call(self, task: Task, usage: Usage, *, model: str | None = None) -> Any: ...
 
 
 class ToolDispatcher(Protocol):
@@ -158,7 +159,8 @@ async def _call_model(
     convo.usage = convo.usage + response.usage
     convo.model = response.model or convo.model or request.model
     if agent.ledger is not None:
-        cost = await _maybe_await(agent.ledger.after_call(agent.task, response.usage))
+        model = response.model or request.model
+        cost = await _maybe_await(agent.ledger.after_call(agent.task, response.usage, model=model))
         if isinstance(cost, int | float) and not isinstance(cost, bool):
             convo.cost += float(cost)
     return response

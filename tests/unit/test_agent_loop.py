@@ -150,8 +150,8 @@ class Ledger:
         if self.spent >= self.limit:
             raise BudgetExceeded("over budget")
 
-    async def after_call(self, task, usage: Usage) -> float:
-        self.events.append("charge")
+    async def after_call(self, task, usage: Usage, *, model: str | None = None) -> float:
+        self.events.append(f"charge:{model}")
         self.spent += usage.total_tokens
         return 0.5
 
@@ -160,8 +160,26 @@ async def test_ledger_is_checked_before_and_charged_after_each_call(tmp_path: Pa
     ledger = Ledger(limit=10**6)
     replies = {"default": [{"tool_calls": [{"name": "nap"}]}, "done"]}
     convo = await converse(agent(tmp_path, replies, tools=SleepyTools(), ledger=ledger))
-    assert ledger.events == ["check:t", "charge", "check:t", "charge"]
+    assert ledger.events == ["check:t", "charge:scripted", "check:t", "charge:scripted"]
     assert ledger.spent == convo.usage.total_tokens
     assert convo.cost == 1.0
     with pytest.raises(BudgetExceeded):
         await converse(agent(tmp_path, {"default": "x"}, ledger=Ledger(limit=0)))
+
+
+async def test_the_real_budget_ledger_plugs_in(tmp_path: Path) -> None:
+    from agent_support import make_workflow
+
+    from prefect_folpipe.agent.budget import BudgetLedger
+
+    task = make_task(tmp_path, "t", settings={"token_budget": 10**6})
+    ledger = BudgetLedger(make_workflow(task, tmp_path))
+    pass_ = AgentPass(
+        task=task,
+        provider=ScriptedProvider({"default": "done"}),
+        system="SYS",
+        user_message="{}",
+        ledger=ledger,
+    )
+    convo = await converse(pass_)
+    assert ledger.task_totals("t").total_tokens == convo.usage.total_tokens > 0
