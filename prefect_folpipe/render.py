@@ -76,7 +76,7 @@ def tool_origin(tool: ToolSpec, *, root_name: str = ROOT_LABEL) -> str:
     if tool.origin == "own":
         return "own"
     if tool.origin == "shared":
-        return "shared (use_shared)"
+        return "from shared/tools.md"
     return f"inherited from {tool.owner or root_name}"
 
 
@@ -307,3 +307,106 @@ def to_mermaid(workflow: Workflow) -> str:
     root = workflow.root
     writer.add(root, root.config.enabled, 1, mermaid_text(root.name))
     return writer.render()
+
+
+# --------------------------------------------------------------------------- tool visibility
+
+
+@dataclass(frozen=True)
+class ToolVisibility:
+    """Whether one task gets a tool, and why (or why not)."""
+
+    task: Task
+    enabled: bool
+    visible: bool
+    reason: str
+
+
+def tool_declarations(workflow: Workflow) -> dict[str, list[str]]:
+    """Every declared tool name -> the labels of the tasks declaring it (and shared/tools.md)."""
+    declared: dict[str, list[str]] = {}
+    for tool in workflow.shared_tools:
+        declared.setdefault(tool.name, []).append("shared/tools.md")
+
+    def visit(task: Task) -> None:
+        for tool in task.own_tools:
+            declared.setdefault(tool.name, []).append(_label(task, workflow.root.name))
+        for child in (*task.children, *task.disabled_children):
+            visit(child)
+
+    visit(workflow.root)
+    return declared
+
+
+def explain_tool(workflow: Workflow, name: str) -> list[ToolVisibility]:
+    """For every task (root first, disabled ones included): does it get tool ``name``, and why.
+
+    The answer (visible or not) is the loader's resolved tool set; the reason for a missing tool
+    names the scoping rule of spec §2.10 that filtered it out.
+    """
+    shared = {tool.name for tool in workflow.shared_tools}
+    declared_by = tool_declarations(workflow).get(name, [])
+    rows: list[ToolVisibility] = []
+
+    def visit(task: Task, lineage: list[Task], enabled: bool) -> None:
+        found = next((tool for tool in task.tools if tool.name == name), None)
+        if found is not None:
+            reason = tool_origin(found, root_name=workflow.root.name)
+            rows.append(ToolVisibility(task, enabled, True, reason))
+        else:
+            reason = _missing_reason(task, lineage, name, name in shared, workflow.root.name)
+            if not reason:
+                reason = f"declared only by {', '.join(declared_by)}, not an ancestor"
+            rows.append(ToolVisibility(task, enabled, False, reason))
+        for entry in child_entries(task, enabled=enabled):
+            visit(entry.task, [*lineage, task], entry.enabled)
+
+    visit(workflow.root, [], workflow.root.config.enabled)
+    return rows
+
+
+def _label(task: Task, root_name: str) -> str:
+    return task.path or root_name
+
+
+def _missing_reason(
+    task: Task, lineage: list[Task], name: str, in_shared: bool, root_name: str
+) -> str:
+    declarers = [
+        (index, ancestor)
+        for index, ancestor in enumerate(lineage)
+        if any(tool.name == name for tool in ancestor.own_tools)
+    ]
+    reasons = [
+        _blocked_reason(task, lineage, index, ancestor, name, root_name)
+        for index, ancestor in reversed(declarers)
+    ]
+    if in_shared and name not in task.config.tools.use_shared:
+        reasons.append("it is in shared/tools.md: add it to tools.use_shared")
+    return "; ".join(reasons)
+
+
+def _blocked_reason(
+    task: Task, lineage: list[Task], index: int, ancestor: Task, name: str, root_name: str
+) -> str:
+    where = _label(ancestor, root_name)
+    config = task.config
+    tool = next(tool for tool in ancestor.own_tools if tool.name == name)
+    distance = len(lineage) - index
+    blockers = [b for b in lineage[index:] if name in b.config.block_tools]
+    if tool.scope == "local":
+        return f"{where} declares it with scope: local"
+    if config.inherit_tools is False:
+        return f"inherit_tools: false (declared by {where})"
+    if config.inherit_tools_depth != -1 and distance > config.inherit_tools_depth:
+        return (
+            f"{where} is {distance} levels up but inherit_tools_depth is "
+            f"{config.inherit_tools_depth}"
+        )
+    if blockers:
+        return f"blocked by {_label(blockers[-1], root_name)} (block_tools)"
+    if isinstance(config.inherit_tools, list) and name not in config.inherit_tools:
+        return f"not in this task's inherit_tools list (declared by {where})"
+    if name in config.exclude_tools:
+        return f"listed in this task's exclude_tools (declared by {where})"
+    return f"declared by {where} but filtered out"

@@ -7,27 +7,40 @@ prints its diagnostics and exits 1, like ``folpipe validate``.
 
 from __future__ import annotations
 
+import difflib
 from pathlib import Path
 from typing import Any
 
 import click
 from rich.console import Console
+from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from ..render import child_entries, execution_label, tool_origin, workflow_to_dict
+from ..render import (
+    child_entries,
+    execution_label,
+    explain_tool,
+    tool_declarations,
+    tool_origin,
+    workflow_to_dict,
+)
 from ..spec.tree import EffectiveSettings, Task, Workflow
 from ._render import EXIT_FAILED, get_console, handle_errors, print_diagnostics, print_json
 
 _DEFAULT_SETTINGS = EffectiveSettings().as_dict()
 
 
-def changed_settings(task: Task, *, full: bool = False) -> dict[str, Any]:
-    """The task's effective settings that differ from the defaults (all of them with ``full``)."""
+def changed_settings(
+    task: Task, parent: Task | None = None, *, full: bool = False
+) -> dict[str, Any]:
+    """Effective settings worth showing: every one with ``full``; else those that differ from
+    the parent's (for the root: from the defaults), i.e. what this task's config changes."""
     settings = task.settings.as_dict()
     if full:
         return settings
-    return {key: value for key, value in settings.items() if value != _DEFAULT_SETTINGS.get(key)}
+    base = parent.settings.as_dict() if parent is not None else _DEFAULT_SETTINGS
+    return {key: value for key, value in settings.items() if value != base.get(key)}
 
 
 def _headline(task: Task, enabled: bool) -> Text:
@@ -61,22 +74,29 @@ def _tools_line(task: Task, root_name: str) -> Text:
     return text
 
 
-def _settings_line(task: Task, full: bool) -> Text | None:
-    settings = changed_settings(task, full=full)
+def _settings_line(task: Task, parent: Task | None, full: bool) -> Text | None:
+    settings = changed_settings(task, parent, full=full)
     if not settings:
         return None
-    text = Text("settings: ", style="dim")
+    text = Text("settings: " if full or parent is None else "overrides: ", style="dim")
     text.append(", ".join(f"{key}={value}" for key, value in settings.items()))
     return text
 
 
-def task_label(task: Task, *, enabled: bool, root_name: str, full: bool = False) -> Text:
+def task_label(
+    task: Task,
+    *,
+    enabled: bool,
+    root_name: str,
+    parent: Task | None = None,
+    full: bool = False,
+) -> Text:
     """The multi-line label of one task in the human tree."""
     lines = [_headline(task, enabled)]
     if task.config.description:
         lines.append(Text(task.config.description, style="italic"))
     lines.append(_tools_line(task, root_name))
-    settings = _settings_line(task, full)
+    settings = _settings_line(task, parent, full)
     if settings is not None:
         lines.append(settings)
     return Text("\n").join(lines)
@@ -89,7 +109,9 @@ def build_tree(workflow: Workflow, *, full: bool = False) -> Tree:
 
     def add(branch: Tree, task: Task, enabled: bool) -> None:
         for entry in child_entries(task, enabled=enabled):
-            label = task_label(entry.task, enabled=entry.enabled, root_name=root.name, full=full)
+            label = task_label(
+                entry.task, enabled=entry.enabled, root_name=root.name, parent=task, full=full
+            )
             add(branch.add(label), entry.task, entry.enabled)
 
     add(tree, root, root.config.enabled)
@@ -104,18 +126,73 @@ def print_tree(workflow: Workflow, console: Console, *, full: bool = False) -> N
         print_diagnostics(workflow.warnings, console, root=workflow.root_dir)
 
 
+def check_tool_name(workflow: Workflow, tool_name: str) -> None:
+    """A usage error (exit 2) when no task and no shared/tools.md declares ``tool_name``."""
+    declared = tool_declarations(workflow)
+    if tool_name in declared:
+        return
+    close = difflib.get_close_matches(tool_name, list(declared), n=3)
+    hint = f" (did you mean {', '.join(repr(name) for name in close)}?)" if close else ""
+    known = ", ".join(sorted(declared)) or "none"
+    raise click.BadParameter(
+        f"no task declares a tool named {tool_name!r}{hint}; declared tools: {known}",
+        param_hint="--why",
+    )
+
+
+def why_table(workflow: Workflow, tool_name: str) -> Table:
+    """One row per task: does it get ``tool_name``, and why (or which rule filtered it out)."""
+    table = Table(title=f"who gets {tool_name!r}", title_justify="left")
+    table.add_column("task", overflow="fold")
+    table.add_column("gets it", no_wrap=True)
+    table.add_column("why", ratio=1)
+    for row in explain_tool(workflow, tool_name):
+        name = Text(row.task.path or row.task.name, style="" if row.enabled else "dim strike")
+        mark = Text("yes", style="green") if row.visible else Text("no", style="red")
+        table.add_row(name, mark, Text(row.reason + ("" if row.enabled else " (disabled)")))
+    return table
+
+
+def why_payload(workflow: Workflow, tool_name: str) -> list[dict[str, Any]]:
+    """``--why TOOL --json``: ``[{"path", "name", "enabled", "visible", "reason"}, ...]``."""
+    return [
+        {
+            "path": row.task.path,
+            "name": row.task.name,
+            "enabled": row.enabled,
+            "visible": row.visible,
+            "reason": row.reason,
+        }
+        for row in explain_tool(workflow, tool_name)
+    ]
+
+
 @click.command(name="tree")
 @click.argument("path", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print the tree as nested JSON nodes.")
 @click.option(
     "--all-settings", "full", is_flag=True, help="Show every effective setting, not only changes."
 )
-def command(path: Path, as_json: bool, full: bool) -> None:
+@click.option(
+    "--why",
+    "tool_name",
+    metavar="TOOL",
+    default=None,
+    help="Explain, for every task, whether it gets TOOL and which rule filtered it out.",
+)
+def command(path: Path, as_json: bool, full: bool, tool_name: str | None) -> None:
     """Show the resolved task tree of PATH: kinds, settings, providers and each task's tools."""
     from ..loader import load_workflow
 
     with handle_errors(json_output=as_json, root=path, validation_exit_code=EXIT_FAILED):
         workflow = load_workflow(path)
+    if tool_name is not None:
+        check_tool_name(workflow, tool_name)
+        if as_json:
+            print_json(why_payload(workflow, tool_name))
+        else:
+            get_console().print(why_table(workflow, tool_name))
+        return
     if as_json:
         print_json(workflow_to_dict(workflow))
         return

@@ -39,6 +39,7 @@ def make_task(
     disabled: Sequence[Task] = (),
     config: dict[str, Any] | None = None,
     tools: Sequence[ToolSpec] = (),
+    own_tools: Sequence[ToolSpec] = (),
     provider: tuple[str, str | None] | None = None,
     instructions: str | None = "Do the work.",
     priority: int = 50,
@@ -59,6 +60,7 @@ def make_task(
         children=tuple(children),
         disabled_children=tuple(disabled),
         tools=tuple(tools),
+        own_tools=tuple(own_tools),
         provider=resolved,
     )
 
@@ -114,3 +116,6 @@ def loader_ready() -> bool:
     except ImportError:
         return False
     return True
+
+
+CLI_FIXTURES = Path(__file__).parent.parent / "fixtures" / "cli"

@@ -5,7 +5,13 @@ from __future__ import annotations
 from rich.console import Console
 
 from prefect_folpipe.cli.tree import build_tree, changed_settings
-from prefect_folpipe.render import task_to_dict, tool_origin, workflow_to_dict
+from prefect_folpipe.render import (
+    explain_tool,
+    task_to_dict,
+    tool_declarations,
+    tool_origin,
+    workflow_to_dict,
+)
 from prefect_folpipe.spec import EffectiveSettings
 
 from .cli_helpers import cv_pipeline, graph_workflow, make_task, make_tool, make_workflow
@@ -107,7 +113,7 @@ def test_descendants_of_a_disabled_task_are_disabled_too() -> None:
 
 def test_tool_origins_name_the_ancestor() -> None:
     assert tool_origin(make_tool("a")) == "own"
-    assert tool_origin(make_tool("a", origin="shared", owner="<shared>")) == "shared (use_shared)"
+    assert tool_origin(make_tool("a", origin="shared", owner="<shared>")) == "from shared/tools.md"
     assert tool_origin(make_tool("a", origin="inherited", owner="x/y")) == "inherited from x/y"
     assert (
         tool_origin(make_tool("a", origin="inherited"), root_name="flow") == "inherited from flow"
@@ -120,10 +126,10 @@ def test_human_tree_shows_tools_with_origins_provider_and_changed_settings() -> 
     assert "manager  both · parallel · priority 50 · claude (claude-sonnet-4-5)" in text
     assert "tools: search (own), admin_api (inherited from flow)" in text
     assert (
-        "tools: dump (own), format_results (shared (use_shared)), search (inherited from manager)"
+        "tools: dump (own), format_results (from shared/tools.md), search (inherited from manager)"
         in text
     )
-    assert "settings: max_retries=5, timeout=30.0" in text
+    assert "overrides: max_retries=5, timeout=30.0" in text
     assert "Does the work." in text
     assert "max_turns" not in text
 
@@ -141,7 +147,53 @@ def test_changed_settings_is_empty_for_defaults() -> None:
     assert changed_settings(task, full=True) == EffectiveSettings().as_dict()
 
 
+def test_changed_settings_of_a_child_are_what_differs_from_its_parent() -> None:
+    parent = make_task("p", "p", settings=EffectiveSettings(max_retries=3, timeout=300.0))
+    same = make_task("c", "p/c", settings=EffectiveSettings(max_retries=3, timeout=300.0))
+    faster = make_task("d", "p/d", settings=EffectiveSettings(max_retries=3, timeout=30.0))
+    assert changed_settings(parent) == {"max_retries": 3, "timeout": 300.0}
+    assert changed_settings(same, parent) == {}
+    assert changed_settings(faster, parent) == {"timeout": 30.0}
+
+
 def test_loop_root_kind_and_execution_type() -> None:
     data = workflow_to_dict(cv_pipeline())
     assert (data["kind"], data["execution_type"]) == ("branch", "loop")
     assert [child["name"] for child in data["children"]] == ["generate_cv", "review_cv"]
+
+
+def _explain_case(config: dict, *, depth_two: bool = False) -> str:
+    """Reason why ``leaf`` does not get ``api``, declared by the root, under ``config``."""
+    api = make_tool("api", owner="")
+    leaf = make_task("leaf", "mid/leaf", config=config)
+    mid = make_task("mid", "mid", children=[leaf], tools=[make_tool("api", origin="inherited")])
+    other = make_task("other", "other", own_tools=[make_tool("solo", owner="other")])
+    root = make_task("root", "", children=[mid, other], own_tools=[api], tools=[api])
+    rows = {row.task.path: row for row in explain_tool(make_workflow(root), "api")}
+    assert rows["mid"].visible and rows["mid"].reason == "inherited from root"
+    assert not rows["mid/leaf"].visible
+    return rows["mid/leaf"].reason
+
+
+def test_explain_names_the_rule_that_filtered_a_tool_out() -> None:
+    assert _explain_case({"inherit_tools": False}) == "inherit_tools: false (declared by root)"
+    assert _explain_case({"inherit_tools_depth": 1}) == (
+        "root is 2 levels up but inherit_tools_depth is 1"
+    )
+    assert _explain_case({"inherit_tools": ["other"]}) == (
+        "not in this task's inherit_tools list (declared by root)"
+    )
+    assert _explain_case({"exclude_tools": ["api"]}) == (
+        "listed in this task's exclude_tools (declared by root)"
+    )
+
+
+def test_explain_a_tool_declared_outside_the_lineage() -> None:
+    leaf = make_task("leaf", "a/leaf")
+    a = make_task("a", "a", children=[leaf])
+    other = make_task("other", "other", own_tools=[make_tool("solo", owner="other")])
+    root = make_task("root", "", children=[a, other])
+    workflow = make_workflow(root)
+    assert tool_declarations(workflow) == {"solo": ["other"]}
+    rows = {row.task.path: row for row in explain_tool(workflow, "solo")}
+    assert rows["a/leaf"].reason == "declared only by other, not an ancestor"
