@@ -104,7 +104,9 @@ class _Builder:
         self._add(problems, raw.path)
         lineage = (*lineage, (raw.path, raw.config, own))
         tools, problems = _tools.resolved_tools(lineage, self.shared_tools)
-        self._add(problems, raw.path)
+        self._add(
+            [_tools.locate(problem, raw.config, raw.source) for problem in problems], raw.path
+        )
         hash_ = task_hash(raw.path, raw.folder, raw.entries, snippet_files, tools, provider)
         task = Task(
             name=raw.name,

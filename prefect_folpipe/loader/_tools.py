@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from ..errors import Diagnostic
 from ..spec.config import TaskConfig
 from ..spec.tree import ToolSpec
+from ._yaml import SourceMap
 
 Lineage = Sequence[tuple[str, TaskConfig, tuple[ToolSpec, ...]]]
 
@@ -68,3 +71,32 @@ def hooks(folder: Path, entries: frozenset[str]) -> dict[str, Path]:
     from ..tools.hooks import discover_hooks
 
     return dict(discover_hooks(folder))
+
+
+_LIST_KEYS: dict[str, tuple[str, ...]] = {
+    "use_shared": ("tools", "use_shared"),
+    "inherit_tools": ("inherit_tools",),
+    "exclude_tools": ("exclude_tools",),
+    "block_tools": ("block_tools",),
+}
+
+
+def locate(problem: Diagnostic, config: TaskConfig, source: SourceMap) -> Diagnostic:
+    """Give a tool-resolution diagnostic (which names a task.yaml list) its file and line."""
+    if problem.file is not None:
+        return problem
+    for word, loc in _LIST_KEYS.items():
+        if word in problem.message:
+            return replace(problem, file=source.file, line=source.line(_item(loc, problem, config)))
+    return replace(problem, file=source.file)
+
+
+def _item(loc: tuple[str, ...], problem: Diagnostic, config: TaskConfig) -> tuple[str | int, ...]:
+    """``loc`` plus the index of the tool name the message quotes, when it is in the list."""
+    names: object = config.model_dump(by_alias=False)
+    for key in loc:
+        names = names.get(key) if isinstance(names, dict) else None
+    quoted = re.findall(r"'([^']+)'", problem.message)
+    if isinstance(names, list) and quoted and quoted[-1] in names:
+        return (*loc, names.index(quoted[-1]))
+    return loc

@@ -483,3 +483,43 @@ def test_load_result_of_a_missing_folder(tmp_path: Path) -> None:
     result = load(tmp_path / "nope")
     assert result.workflow is None
     assert [d.code for d in result.diagnostics] == ["FP101"]
+
+
+# --- tools and hooks (resolved by the tools package, wired in here) ------------------------
+
+
+def test_tools_are_discovered_and_resolved() -> None:
+    workflow = load_workflow(WORKFLOWS / "tools_tree")
+    assert [t.name for t in workflow.shared_tools] == ["search_api", "format_results"]
+
+    def names(path: str) -> list[tuple[str, str]]:
+        return [(t.name, t.origin) for t in workflow.find(path).tools]
+
+    assert names("") == [("admin_api", "own"), ("root_only", "own")]
+    assert names("manager") == [
+        ("summarize", "own"),
+        ("search_api", "shared"),
+        ("admin_api", "inherited"),
+    ]
+    assert names("manager/worker") == []  # admin_api blocked by manager, summarize excluded
+    assert names("reader") == [("format_results", "shared"), ("admin_api", "inherited")]
+    assert [t.name for t in workflow.find("manager").own_tools] == ["summarize"]
+
+
+def test_hooks_are_discovered() -> None:
+    workflow = load_workflow(WORKFLOWS / "tools_tree")
+    hooks = workflow.find("manager").hooks
+    assert set(hooks) == {"pre_run"}
+    assert hooks["pre_run"].name == "pre_run.py"
+    assert workflow.root.hooks == {}
+
+
+def test_content_hash_follows_the_tools_a_task_inherits(tmp_path: Path) -> None:
+    root = tmp_path / "wf"
+    shutil.copytree(WORKFLOWS / "tools_tree", root)
+    before = _hashes(root)
+    tools_md = root / "tools.md"
+    tools_md.write_text(tools_md.read_text().replace("Administer the system.", "Administer."))
+    after = _hashes(root)
+    # the root owns admin_api; manager and reader inherit it; worker cannot see it
+    assert {p for p in before if before[p] != after[p]} == {"", "manager", "reader"}

@@ -448,3 +448,23 @@ def test_yaml_alias_bomb_is_refused(tmp_path: Path) -> None:
 def test_validate_never_raises_on_a_file_path(tmp_path: Path) -> None:
     file = write(tmp_path, {"f.txt": "x"}) / "f.txt"
     assert [d.code for d in validate_workflow(file)] == ["FP101"]
+
+
+def test_tool_diagnostics_get_files_and_lines() -> None:
+    diagnostics = validate_workflow(WORKFLOWS / "tools_broken")
+    got = {(d.code, d.file, d.line, d.task, d.severity.value) for d in diagnostics}
+    assert got == {
+        ("FP203", "tools.md", 6, "", "error"),
+        ("FP214", "subtasks/a/tools/broken.py", 1, "a", "error"),
+        ("FP220", "subtasks/a/task.yaml", 5, "a", "error"),
+        ("FP222", "subtasks/a/task.yaml", 6, "a", "warning"),
+        ("FP223", "subtasks/b/task.yaml", 1, "b", "warning"),
+    }
+    by_code = {d.code: d for d in diagnostics}
+    assert by_code["FP220"].hint == "did you mean 'search_api'?"
+    assert "No module named 'definitely_not_installed_xyz'" in by_code["FP214"].message
+    assert "Traceback" not in by_code["FP214"].message
+
+
+def test_tools_tree_is_valid() -> None:
+    assert validate_workflow(WORKFLOWS / "tools_tree") == []
