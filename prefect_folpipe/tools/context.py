@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, MutableMapping
+import threading
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -47,8 +48,12 @@ class ToolContext:
         self.logger = logger or logging.getLogger("prefect_folpipe.tools")
         self.task = task
         self.workflow = workflow
+        self.resources: dict[str, Any] = {}
+        """Per-task state runners may keep (e.g. open MCP sessions); see ``on_close``."""
         self._http: httpx.Client | None = None
         self._ahttp: httpx.AsyncClient | None = None
+        self._lock = threading.Lock()
+        self._on_close: list[Callable[[], Awaitable[None]]] = []
 
     @property
     def settings(self) -> EffectiveSettings | None:
@@ -75,23 +80,31 @@ class ToolContext:
     @property
     def http(self) -> httpx.Client:
         """A synchronous httpx client (use from sync tools)."""
-        if self._http is None:
-            import httpx
+        with self._lock:
+            if self._http is None:
+                import httpx
 
-            self._http = httpx.Client(timeout=HTTP_TIMEOUT, follow_redirects=True)
-        return self._http
+                self._http = httpx.Client(timeout=HTTP_TIMEOUT, follow_redirects=True)
+            return self._http
 
     @property
     def ahttp(self) -> httpx.AsyncClient:
         """An asynchronous httpx client (use from ``async def`` tools)."""
-        if self._ahttp is None:
-            import httpx
+        with self._lock:
+            if self._ahttp is None:
+                import httpx
 
-            self._ahttp = httpx.AsyncClient(timeout=HTTP_TIMEOUT, follow_redirects=True)
-        return self._ahttp
+                self._ahttp = httpx.AsyncClient(timeout=HTTP_TIMEOUT, follow_redirects=True)
+            return self._ahttp
+
+    def on_close(self, callback: Callable[[], Awaitable[None]]) -> None:
+        """Register an async callback run by ``aclose`` (last registered, first run)."""
+        self._on_close.append(callback)
 
     async def aclose(self) -> None:
-        """Close the HTTP clients that were opened."""
+        """Run the ``on_close`` callbacks and close the HTTP clients that were opened."""
+        while self._on_close:
+            await self._on_close.pop()()
         if self._http is not None:
             self._http.close()
             self._http = None

@@ -322,6 +322,7 @@ def _spec(
         source_file=str(file.absolute()),
         line=section.line,
         code=code,
+        code_line=parsed.code.line if parsed.code is not None and code is not None else None,
         function_name=function_name,
         metadata=metadata,
         scope=metadata.get("scope", "shared"),

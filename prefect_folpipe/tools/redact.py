@@ -1,0 +1,70 @@
+"""Redaction of tool output (spec §14.3) and of secret values.
+
+* :func:`redact_filenames` replaces sensitive file names (``.env``, ``*.env``, ``*.key``,
+  ``*.pem``, ``*.p12``, ``secrets.*``, case-insensitive) found anywhere in a text with
+  ``[REDACTED]``. A path-qualified name is replaced **whole**, directory part included
+  (``/home/me/app/.env``, ``config/app.env``, ``./secrets.yaml`` all become ``[REDACTED]``),
+  since the directory often says as much as the name (a user name, a vault layout).
+  ``.env.<anything>`` (``.env.local``, ``.env.production``) is redacted too, except the
+  templates ``.env.example`` / ``.sample`` / ``.template`` / ``.dist``. Names that only start
+  like one (``.environment``, ``app.env.example``) and calls (``secrets.token_hex(``) are left
+  alone.
+* :func:`redact_secrets` masks the *values* of secret-looking environment variables
+  (``*_API_KEY``, ``*_TOKEN``, ``*_SECRET``, ``*SECRET*``, ``*PASSWORD*``; values shorter than
+  6 characters are ignored) wherever they appear.
+* :func:`redact` does both; ``allow_sensitive_files`` (``security.allow_sensitive_files``)
+  turns off the file-name part only. Secret values are always masked.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+
+REDACTED = "[REDACTED]"
+MIN_SECRET_LENGTH = 6
+
+_DIR_PART = r"(?:[\w.~@+-]*[/\\])*"
+_SENSITIVE_NAME = (
+    r"(?:\.env(?:\.(?!(?:example|sample|template|dist)\b)[\w+-]+)?"  # .env, .env.local
+    r"|[\w.+-]*[\w+-]\.(?:env|key|pem|p12)"  # *.env *.key *.pem *.p12
+    r"|secrets\.[\w+-]+(?:\.[\w+-]+)*)"  # secrets.*
+)
+SENSITIVE_FILE = re.compile(
+    rf"(?<![\w.~@+/\\-]){_DIR_PART}{_SENSITIVE_NAME}(?![\w+(-]|\.\w)",
+    re.IGNORECASE,
+)
+_SECRET_NAME = re.compile(r"(_API_KEY|_TOKEN|_SECRET)$|SECRET|PASSWORD|PASSWD", re.IGNORECASE)
+
+
+def redact_filenames(text: str) -> str:
+    """``text`` with every sensitive file name (and its directory part) replaced."""
+    return SENSITIVE_FILE.sub(REDACTED, text)
+
+
+def secret_values(env: Mapping[str, str] | None = None) -> list[str]:
+    """Values of secret-looking variables in ``env`` (default ``os.environ``), longest first."""
+    source = os.environ if env is None else env
+    values = {
+        value
+        for name, value in source.items()
+        if _SECRET_NAME.search(name) and value and len(value) >= MIN_SECRET_LENGTH
+    }
+    return sorted(values, key=len, reverse=True)
+
+
+def redact_secrets(text: str, env: Mapping[str, str] | None = None) -> str:
+    """``text`` with the values of secret-looking environment variables masked."""
+    for value in secret_values(env):
+        if value in text:
+            text = text.replace(value, REDACTED)
+    return text
+
+
+def redact(
+    text: str, *, allow_sensitive_files: bool = False, env: Mapping[str, str] | None = None
+) -> str:
+    """Everything a tool result goes through before the model sees it."""
+    text = redact_secrets(text, env)
+    return text if allow_sensitive_files else redact_filenames(text)

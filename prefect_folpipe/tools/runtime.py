@@ -1,0 +1,355 @@
+"""The tool runtime of one task run: ``Toolbox`` and the runner registry.
+
+A **runner** executes one kind of tool::
+
+    async def runner(spec: ToolSpec, arguments: Mapping[str, Any], ctx: ToolContext) -> Any
+
+It receives arguments already validated against ``spec.parameters`` and returns any value
+(``str`` is passed through, anything else becomes JSON). It raises for failures:
+``ToolError`` (or a subclass) with ``retryable = False`` is reported at once, any other
+exception is retried up to the tool's ``retries``. Time-outs are applied by the Toolbox
+(cancelling the runner), so a runner that starts processes must clean up on
+``CancelledError``. Per-task state (sessions) goes in ``ctx.resources`` with cleanup via
+``ctx.on_close``.
+
+``python``, ``shell`` and ``reference`` are built in; ``http`` and ``mcp`` live in
+``prefect_folpipe.tools.http`` / ``.mcp``, which call :func:`register_runner` when imported.
+The Toolbox imports them the first time such a tool is called.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import logging
+import os
+import time
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping
+from dataclasses import dataclass
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
+
+from ..errors import SandboxViolation, ToolError, is_retryable
+from ..providers.base import ToolCall, ToolDefinition, ToolResult
+from ..spec.tree import ToolSpec
+from .context import ToolContext
+from .discovery import did_you_mean
+from .python import ToolArgumentError, run_python
+from .redact import redact
+from .shell import ShellToolFailed, run_script, sandbox_env
+
+if TYPE_CHECKING:
+    from ..spec.tree import Task, Workflow
+
+Runner = Callable[[ToolSpec, Mapping[str, Any], ToolContext], Awaitable[Any]]
+
+RUNNERS: dict[str, Runner] = {}
+LAZY_RUNNER_MODULES: dict[str, str] = {
+    "http": "prefect_folpipe.tools.http",
+    "mcp": "prefect_folpipe.tools.mcp",
+}
+MAX_SHELL_OUTPUT = 1_000_000
+TRUNCATION_MARKER = "\n[... truncated {dropped} of {total} characters]"
+
+
+def register_runner(kind: str, runner: Runner) -> None:
+    """Make ``runner`` execute tools of type ``kind`` (replaces an earlier one)."""
+    RUNNERS[kind] = runner
+
+
+async def run_shell_tool(spec: ToolSpec, arguments: Mapping[str, Any], ctx: ToolContext) -> str:
+    """Run a shell tool in the sandbox; a non-zero exit raises ShellToolFailed with output."""
+    env = sandbox_env(arguments)
+    result = await run_script(
+        spec.code or "", cwd=ctx.task_dir, env=env, max_output=MAX_SHELL_OUTPUT
+    )
+    if result.returncode != 0:
+        raise ShellToolFailed(
+            f"exited with status {result.returncode}",
+            output=result.output,
+            returncode=result.returncode,
+        )
+    return result.output
+
+
+async def run_reference_tool(spec: ToolSpec, arguments: Mapping[str, Any], ctx: ToolContext) -> Any:
+    """Reference tools only describe a capability."""
+    raise ToolError(f"tool {spec.name!r} is a reference tool: it is not executable")
+
+
+register_runner("python", run_python)
+register_runner("shell", run_shell_tool)
+register_runner("reference", run_reference_tool)
+
+
+def runner_for(kind: str) -> Runner | None:
+    """The runner of a tool kind, importing the http / mcp modules on first use."""
+    if kind not in RUNNERS and kind in LAZY_RUNNER_MODULES:
+        try:
+            import_module(LAZY_RUNNER_MODULES[kind])
+        except ImportError as exc:
+            raise ToolError(
+                f"{kind} tools are not available: {exc} "
+                f"(install the extra: pip install 'prefect-folpipe[{kind}]')"
+            ) from None
+    return RUNNERS.get(kind)
+
+
+def result_text(value: Any) -> str:
+    """A tool's return value as text for the model: str as is, everything else as JSON."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        value = dump(mode="json")
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        value = dataclasses.asdict(value)
+    try:
+        return json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+@dataclass
+class ToolCallRecord:
+    """One tool call as kept for artifacts and transcripts."""
+
+    call_id: str
+    name: str
+    arguments: dict[str, Any]
+    result: str
+    is_error: bool
+    duration_s: float
+    attempts: int = 0
+    code: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclass
+class _Outcome:
+    content: str
+    is_error: bool = False
+    attempts: int = 0
+    code: str | None = None
+
+    def text(self) -> str:
+        """What the model reads: the result, or ``Error (FPxxx[, after N attempts]): ...``."""
+        if not self.is_error:
+            return self.content
+        tries = f", after {self.attempts} attempts" if self.attempts > 1 else ""
+        return f"Error ({self.code}{tries}): {self.content}"
+
+
+def _error(code: str, message: str, attempts: int = 0) -> _Outcome:
+    return _Outcome(message, True, attempts, code)
+
+
+class Toolbox:
+    """The tools of one task run: definitions for the model, and ``call`` to run one.
+
+    ``call`` never raises for tool problems (unknown tool, bad arguments, failures, time-outs,
+    sandbox violations): they become error results the model can reason about. Only
+    ``CancelledError`` propagates. ``log`` keeps every call for artifacts.
+    """
+
+    def __init__(
+        self,
+        task: Task,
+        workflow: Workflow,
+        context: MutableMapping[str, Any],
+        *,
+        logger: logging.Logger | logging.LoggerAdapter[Any] | None = None,
+    ) -> None:
+        self.task = task
+        self.workflow = workflow
+        self.logger = logger or logging.getLogger("prefect_folpipe.tools")
+        self.tools: dict[str, ToolSpec] = {spec.name: spec for spec in task.tools}
+        self.ctx = ToolContext(
+            context=context,
+            task_dir=task.folder,
+            workflow_root=workflow.root_dir,
+            logger=self.logger,
+            task=task,
+            workflow=workflow,
+        )
+        self.log: list[ToolCallRecord] = []
+        self._validators: dict[str, Draft202012Validator] = {}
+
+    @property
+    def context(self) -> MutableMapping[str, Any]:
+        return self.ctx.context
+
+    def definitions(self) -> tuple[ToolDefinition, ...]:
+        """What the model is told about each executable tool."""
+        return tuple(
+            ToolDefinition(spec.name, spec.description or spec.name, dict(spec.parameters))
+            for spec in self.tools.values()
+            if spec.executable
+        )
+
+    def reference_text(self) -> str:
+        """A system-prompt block describing the reference tools ("" when there are none)."""
+        references = [spec for spec in self.tools.values() if not spec.executable]
+        if not references:
+            return ""
+        lines = [
+            "## Reference tools",
+            "These capabilities are described for you; they are not callable as tools:",
+        ]
+        for spec in references:
+            text = " ".join((spec.description or "").split())
+            lines.append(f"- {spec.name}: {text}" if text else f"- {spec.name}")
+        return "\n".join(lines)
+
+    async def call(self, call: ToolCall) -> ToolResult:
+        """Run one tool call and answer it; tool problems become ``is_error`` results."""
+        started = time.perf_counter()
+        outcome = await self._dispatch(call)
+        content = self._finish(outcome.text())
+        duration = time.perf_counter() - started
+        record = ToolCallRecord(
+            call_id=call.id,
+            name=call.name,
+            arguments=_plain(call.arguments),
+            result=content,
+            is_error=outcome.is_error,
+            duration_s=round(duration, 6),
+            attempts=outcome.attempts,
+            code=outcome.code,
+        )
+        self.log.append(record)
+        self.logger.info(
+            "tool %s %s in %.3fs", call.name, "failed" if outcome.is_error else "ok", duration
+        )
+        return ToolResult(call.id, call.name, content, outcome.is_error)
+
+    async def aclose(self) -> None:
+        """Release HTTP clients and runner resources."""
+        await self.ctx.aclose()
+
+    async def __aenter__(self) -> Toolbox:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    # ----------------------------------------------------------------- internals
+
+    async def _dispatch(self, call: ToolCall) -> _Outcome:
+        spec = self.tools.get(call.name)
+        if spec is None:
+            return self._unknown(call.name)
+        if not spec.executable:
+            return _error(
+                "FP235",
+                f"{spec.name!r} is a reference tool: it describes a capability and cannot be "
+                "called",
+            )
+        arguments = call.arguments
+        if not isinstance(arguments, Mapping):
+            return _error("FP231", f"arguments of {spec.name!r} must be a JSON object")
+        problem = self._validate(spec, arguments)
+        if problem:
+            return _error("FP231", f"invalid arguments for {spec.name!r}: {problem}")
+        try:
+            runner = runner_for(spec.kind)
+        except ToolError as exc:
+            return _error("FP236", str(exc))
+        if runner is None:
+            return _error("FP236", f"no runner for {spec.kind} tools ({spec.name!r})")
+        return await self._run_with_retries(spec, runner, dict(arguments))
+
+    def _unknown(self, name: str) -> _Outcome:
+        available = ", ".join(sorted(s.name for s in self.tools.values() if s.executable))
+        hint = did_you_mean(name, self.tools)
+        message = f"unknown tool {name!r}. Available tools: {available or 'none'}."
+        return _error("FP230", f"{message} {hint}" if hint else message)
+
+    def _validate(self, spec: ToolSpec, arguments: Mapping[str, Any]) -> str | None:
+        validator = self._validators.get(spec.name)
+        if validator is None:
+            try:
+                Draft202012Validator.check_schema(dict(spec.parameters))
+            except SchemaError as exc:
+                return f"the tool's parameter schema is invalid: {exc.message}"
+            validator = Draft202012Validator(dict(spec.parameters))
+            self._validators[spec.name] = validator
+        errors = sorted(validator.iter_errors(dict(arguments)), key=lambda e: list(e.path))
+        if not errors:
+            return None
+        parts = []
+        for error in errors[:5]:
+            where = "/".join(str(p) for p in error.path)
+            parts.append(f"{where}: {error.message}" if where else error.message)
+        return "; ".join(parts)
+
+    def _limits(self, spec: ToolSpec) -> tuple[int, float | None]:
+        settings = self.task.settings
+        retries = spec.metadata.get("retries", settings.tool_retries)
+        timeout = spec.metadata.get("timeout", settings.tool_timeout)
+        return int(retries), float(timeout) if timeout else None
+
+    async def _run_with_retries(
+        self, spec: ToolSpec, runner: Runner, arguments: dict[str, Any]
+    ) -> _Outcome:
+        retries, timeout = self._limits(spec)
+        outcome = _Outcome("")
+        for attempt in range(1, retries + 2):
+            outcome, retry = await self._attempt(spec, runner, arguments, timeout, attempt)
+            if not retry:
+                return outcome
+            if attempt <= retries:
+                self.logger.warning("tool %s failed (attempt %d), retrying", spec.name, attempt)
+        return outcome
+
+    async def _attempt(
+        self,
+        spec: ToolSpec,
+        runner: Runner,
+        arguments: dict[str, Any],
+        timeout: float | None,
+        attempt: int,
+    ) -> tuple[_Outcome, bool]:
+        """One try: the outcome and whether another try is worth it."""
+        name = f"tool {spec.name!r}"
+        try:
+            async with asyncio.timeout(timeout):
+                value = await runner(spec, arguments, self.ctx)
+            return _Outcome(result_text(value), False, attempt), False
+        except TimeoutError:
+            return _error("FP233", f"{name} timed out after {timeout:g}s", attempt), True
+        except ShellToolFailed as exc:
+            text = f"{name} {exc}" + (f"; output:\n{exc.output}" if exc.output else "")
+            return _error("FP234", text, attempt), exc.retryable
+        except ToolArgumentError as exc:
+            return _error("FP231", f"invalid arguments for {spec.name!r}: {exc}", attempt), False
+        except SandboxViolation as exc:
+            return _error("FP201", f"{name}: sandbox violation: {exc}", attempt), False
+        except Exception as exc:
+            message = f"{name} failed: {type(exc).__name__}: {exc}"
+            return _error("FP232", message, attempt), is_retryable(exc)
+
+    def _finish(self, content: str) -> str:
+        """Redact (secret values always, file names unless allowed), then cap the length."""
+        settings = self.task.settings
+        text = redact(content, allow_sensitive_files=settings.allow_sensitive_files, env=os.environ)
+        limit = settings.tool_result_max_chars
+        if len(text) > limit:
+            text = text[:limit] + TRUNCATION_MARKER.format(
+                dropped=len(text) - limit, total=len(text)
+            )
+        return text
+
+
+def _plain(arguments: Any) -> dict[str, Any]:
+    if isinstance(arguments, Mapping):
+        return dict(arguments)
+    return {"_raw": arguments}

@@ -1,0 +1,224 @@
+"""Shell tools and shell hooks: a sandboxed subprocess (spec §14.1).
+
+* The environment is an **allow-list** copied from the host (PATH, temp dirs, locale, terminal
+  and the Windows system variables) plus the tool's arguments, nothing else: no API keys,
+  tokens, passwords or user name.
+* Each argument is set under its own name and, when different, its upper-case name (``query``
+  -> ``$query`` and ``$QUERY``), unless the upper-case name would replace a sandbox variable
+  (``path`` stays ``$path``; it never becomes ``$PATH``). Strings are passed as is, ``true`` /
+  ``false`` for booleans, ``""`` for null, JSON for lists and objects. An argument named like a
+  variable that changes how the shell runs (``PATH``, ``BASH_ENV``, ``IFS``, ``LD_PRELOAD``, ...)
+  is refused.
+* The working directory is the task folder; the script runs as ``bash -c`` (``sh`` when bash
+  is missing) in a new session, so on a timeout **or a cancellation** (a Prefect task timeout
+  cancels the coroutine) the whole process group gets SIGTERM, then SIGKILL, and is reaped
+  before ``CancelledError`` propagates.
+* stdout and stderr are captured together, up to ``max_output`` bytes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import re
+import shutil
+import signal
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import ToolError
+
+SANDBOX_ENV_NAMES = (
+    "PATH",
+    "PATHEXT",
+    "TEMP",
+    "TMP",
+    "TMPDIR",
+    "SYSTEMROOT",
+    "SYSTEMDRIVE",
+    "WINDIR",
+    "COMSPEC",
+    "LANG",
+    "LC_ALL",
+    "LC_CTYPE",
+    "TERM",
+    "COLORTERM",
+    "SHELL",
+)
+FORBIDDEN_ARGUMENT_NAMES = frozenset(
+    {*SANDBOX_ENV_NAMES, "BASH_ENV", "ENV", "IFS", "CDPATH", "SHELLOPTS", "BASHOPTS", "PS4",
+     "PROMPT_COMMAND", "GLOBIGNORE", "HOME", "LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT",
+     "DYLD_INSERT_LIBRARIES", "DYLD_LIBRARY_PATH", "PYTHONPATH", "PYTHONSTARTUP", "PERL5OPT",
+     "NODE_OPTIONS", "RUBYOPT"}
+)  # fmt: skip
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+DEFAULT_MAX_OUTPUT = 1_000_000
+KILL_GRACE_SECONDS = 2.0
+
+
+class ShellToolFailed(ToolError):
+    """A shell tool exited non-zero or timed out; retried like any other tool failure."""
+
+    code = "FP234"
+    retryable = True
+
+    def __init__(self, message: str, *, output: str = "", returncode: int | None = None) -> None:
+        super().__init__(message)
+        self.output = output
+        self.returncode = returncode
+
+
+@dataclass(frozen=True)
+class ShellResult:
+    """What a finished script printed and how it exited."""
+
+    output: str
+    returncode: int
+    truncated: bool = False
+    pid: int | None = None
+
+
+def sandbox_env(
+    arguments: Mapping[str, Any] | None = None,
+    *,
+    extra: Mapping[str, str] | None = None,
+    host: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """The stripped environment for a script: allow-listed host variables + arguments."""
+    source = os.environ if host is None else host
+    env = {name: source[name] for name in SANDBOX_ENV_NAMES if name in source}
+    for name, value in (arguments or {}).items():
+        _check_argument_name(name)
+        text = argument_text(value)
+        env[name] = text
+        upper = name.upper()
+        if upper != name and not _changes_sandbox(upper) and upper not in env:
+            env[upper] = text
+    env.update(extra or {})
+    return env
+
+
+def _check_argument_name(name: str) -> None:
+    if not ENV_NAME.match(name):
+        raise ToolError(f"argument name {name!r} cannot be an environment variable")
+    if _changes_sandbox(name) or (name != name.lower() and _changes_sandbox(name.upper())):
+        raise ToolError(f"argument name {name!r} would change the sandbox; rename the parameter")
+
+
+def _changes_sandbox(name: str) -> bool:
+    """Whether setting ``name`` would alter the sandbox or how the shell runs."""
+    return name in FORBIDDEN_ARGUMENT_NAMES or name.startswith(("BASH_FUNC", "LD_", "DYLD_"))
+
+
+def argument_text(value: Any) -> str:
+    """How an argument value appears in the script's environment."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int | float):
+        return str(value)
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _shell_argv(script: str, env: Mapping[str, str]) -> list[str]:
+    bash = shutil.which("bash", path=env.get("PATH"))
+    return [bash, "-c", script] if bash else ["/bin/sh", "-c", script]
+
+
+async def run_script(
+    script: str,
+    *,
+    cwd: str | Path,
+    env: Mapping[str, str],
+    timeout: float | None = None,
+    max_output: int = DEFAULT_MAX_OUTPUT,
+    on_start: Any = None,
+) -> ShellResult:
+    """Run ``script`` in a new session; kill its process group on timeout or cancellation.
+
+    Raises ShellToolFailed on timeout (with the output so far). ``on_start(pid)`` is called
+    once the process exists (tests use it to watch the process).
+    """
+    process = await asyncio.create_subprocess_exec(
+        *_shell_argv(script, env),
+        cwd=str(cwd),
+        env=dict(env),
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+        start_new_session=os.name == "posix",
+    )
+    if on_start is not None:
+        on_start(process.pid)
+    chunks: list[bytes] = []
+    reader = asyncio.ensure_future(_read_capped(process, chunks, max_output))
+    try:
+        async with asyncio.timeout(timeout):
+            truncated = await reader
+            returncode = await process.wait()
+    except TimeoutError:
+        await _kill_group(process)
+        output = _decode(chunks)
+        raise ShellToolFailed(
+            f"timed out after {timeout:g}s", output=output, returncode=process.returncode
+        ) from None
+    except BaseException:
+        reader.cancel()
+        await _kill_group(process)
+        raise
+    await _kill_group(process, stragglers_only=True)
+    return ShellResult(_decode(chunks), returncode, truncated, process.pid)
+
+
+async def _read_capped(process: asyncio.subprocess.Process, chunks: list[bytes], cap: int) -> bool:
+    """Read stdout to EOF, keeping at most ``cap`` bytes; True when output was cut."""
+    assert process.stdout is not None
+    kept = 0
+    truncated = False
+    while chunk := await process.stdout.read(65536):
+        room = cap - kept
+        if len(chunk) > room:
+            truncated = True
+        if room > 0:
+            chunks.append(chunk[:room])
+            kept += min(len(chunk), room)
+    return truncated
+
+
+def _decode(chunks: list[bytes]) -> str:
+    return b"".join(chunks).decode("utf-8", errors="replace")
+
+
+async def _kill_group(
+    process: asyncio.subprocess.Process, *, stragglers_only: bool = False
+) -> None:
+    """SIGTERM the process group, SIGKILL what is left after a grace period, reap the child.
+
+    ``stragglers_only``: the script already exited; kill background jobs it left behind.
+    """
+    if os.name != "posix":  # pragma: no cover - process groups are POSIX
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+        return
+    if stragglers_only:
+        _signal_group(process.pid, signal.SIGKILL)
+        return
+    _signal_group(process.pid, signal.SIGTERM)
+    with contextlib.suppress(TimeoutError, asyncio.CancelledError):
+        await asyncio.shield(asyncio.wait_for(process.wait(), KILL_GRACE_SECONDS))
+    _signal_group(process.pid, signal.SIGKILL)
+    with contextlib.suppress(asyncio.CancelledError):
+        await asyncio.shield(process.wait())
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)

@@ -1,0 +1,428 @@
+"""Toolbox: definitions, dispatch, validation, retries, time-outs, truncation, redaction."""
+
+from __future__ import annotations
+
+import asyncio
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from prefect_folpipe.providers.base import ToolCall
+from prefect_folpipe.spec.config import TaskConfig
+from prefect_folpipe.spec.tree import EffectiveSettings, Task, ToolSpec, Workflow
+from prefect_folpipe.tools.discovery import discover_tools
+from prefect_folpipe.tools.runtime import RUNNERS, Toolbox, register_runner, result_text
+
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "tools"
+
+TOOLS_MD = """
+## lookup
+Read a value from the context.
+
+```python
+def lookup(ctx: ToolContext, key: str) -> dict:
+    return {"key": key, "value": ctx.get(key), "task_dir": str(ctx.task_dir)}
+```
+
+## explode
+> retries: 2
+
+Always fails.
+
+```python
+def explode(ctx: ToolContext) -> str:
+    ctx.context["explode_calls"] = ctx.context.get("explode_calls", 0) + 1
+    raise ValueError("boom")
+```
+
+## flaky
+> retries: 3
+
+Fails once, then works.
+
+```python
+def flaky(ctx: ToolContext) -> str:
+    ctx.context["flaky_calls"] = ctx.context.get("flaky_calls", 0) + 1
+    if ctx.context["flaky_calls"] == 1:
+        raise ConnectionError("transient")
+    return "recovered"
+```
+
+## peek
+> retries: 5
+
+Read any file (the sandbox decides).
+
+```python
+def peek(ctx: ToolContext, path: str) -> str:
+    ctx.context["peek_calls"] = ctx.context.get("peek_calls", 0) + 1
+    return ctx.resolve_path(path).read_text()
+```
+
+## nap
+> timeout: 0.3
+
+Sleep asynchronously.
+
+```python
+import asyncio
+
+async def nap(seconds: float) -> str:
+    await asyncio.sleep(seconds)
+    return f"slept {seconds}"
+```
+
+## doze
+Sleep in a thread.
+
+```python
+import time
+
+def doze(seconds: float) -> str:
+    time.sleep(seconds)
+    return "dozed"
+```
+
+## echo
+Echo text back.
+
+```python
+def echo(text: str) -> str:
+    return text
+```
+
+## shout
+> type: shell
+> params: words (str)
+
+Upper-case words.
+
+```bash
+echo "$WORDS" | tr a-z A-Z
+```
+
+## fail_sh
+> type: shell
+
+Fails.
+
+```bash
+echo "partial output"; echo "bad thing" >&2; exit 3
+```
+
+## web_browser
+> type: reference
+
+Browse the web. You already have a browser.
+"""
+
+
+def make_task(folder: Path, tools: list[ToolSpec], **settings: Any) -> tuple[Task, Workflow]:
+    task = Task(
+        name="t",
+        path="t",
+        folder=folder,
+        config=TaskConfig(),
+        settings=EffectiveSettings(**settings),
+        tools=tuple(tools),
+    )
+    return task, Workflow(root=task, root_dir=folder.parent, name="wf")
+
+
+@pytest.fixture
+def task_dir(tmp_path: Path) -> Path:
+    folder = tmp_path / "task"
+    folder.mkdir()
+    (folder / "tools.md").write_text(textwrap.dedent(TOOLS_MD))
+    (folder / "input").mkdir()
+    (folder / "input" / "data.txt").write_text("hello from input")
+    (folder / ".env").write_text("SECRET=1")
+    return folder
+
+
+def toolbox_for(folder: Path, context: dict[str, Any] | None = None, **settings: Any) -> Toolbox:
+    tools, diagnostics = discover_tools(folder, owner="t")
+    assert [d for d in diagnostics if d.severity == "error" and d.code != "FP214"] == []
+    task, workflow = make_task(folder, tools, **settings)
+    return Toolbox(task, workflow, context if context is not None else {})
+
+
+async def call(box: Toolbox, name: str, **arguments: Any):
+    return await box.call(ToolCall(id=f"id-{name}", name=name, arguments=arguments))
+
+
+async def test_definitions_and_reference_text(task_dir: Path) -> None:
+    box = toolbox_for(task_dir)
+    names = [d.name for d in box.definitions()]
+    assert "web_browser" not in names
+    assert {"lookup", "shout", "echo"} <= set(names)
+    lookup = next(d for d in box.definitions() if d.name == "lookup")
+    assert lookup.description == "Read a value from the context."
+    assert lookup.parameters["required"] == ["key"]
+    text = box.reference_text()
+    assert "web_browser: Browse the web. You already have a browser." in text
+    task, workflow = make_task(task_dir, [])
+    assert Toolbox(task, workflow, {}).reference_text() == ""
+
+
+async def test_python_tool_gets_context_and_returns_json(task_dir: Path) -> None:
+    box = toolbox_for(task_dir, {"city": "Oslo"})
+    result = await call(box, "lookup", key="city")
+    assert not result.is_error
+    assert result.call_id == "id-lookup" and result.name == "lookup"
+    assert '"value": "Oslo"' in result.content
+    assert str(task_dir.absolute()) in result.content
+
+
+async def test_module_tools_sync_and_async() -> None:
+    box = toolbox_for(FIXTURES / "module_task")
+    found = await call(box, "search_api", query="  Prefect   Flows ")
+    ranked = await call(box, "rank", items=["b", "c", "a"], order="desc")
+    assert found.content == '{"query": "prefect flows", "limit": 10}'
+    assert ranked.content == '["c", "b", "a"]'
+
+
+async def test_unknown_tool_names_the_available_ones(task_dir: Path) -> None:
+    box = toolbox_for(task_dir)
+    result = await call(box, "lokup", key="x")
+    assert result.is_error
+    assert result.content.startswith("Error (FP230): unknown tool 'lokup'")
+    assert "Available tools: doze, echo," in result.content
+    assert "did you mean 'lookup'?" in result.content
+
+
+@pytest.mark.parametrize(
+    ("arguments", "fragment"),
+    [
+        ({}, "'key' is a required property"),
+        ({"key": 3}, "key: 3 is not of type 'string'"),
+        ({"key": "a", "other": 1}, "Additional properties are not allowed"),
+    ],
+)
+async def test_invalid_arguments_are_reported(
+    task_dir: Path, arguments: dict[str, Any], fragment: str
+) -> None:
+    box = toolbox_for(task_dir)
+    result = await box.call(ToolCall(id="1", name="lookup", arguments=arguments))
+    assert result.is_error
+    assert result.content.startswith("Error (FP231): invalid arguments for 'lookup'")
+    assert fragment in result.content
+
+
+async def test_non_mapping_arguments(task_dir: Path) -> None:
+    box = toolbox_for(task_dir)
+    result = await box.call(ToolCall(id="1", name="echo", arguments=["x"]))  # type: ignore[arg-type]
+    assert result.is_error and "FP231" in result.content
+
+
+async def test_exception_is_retried_then_surfaced_without_traceback(task_dir: Path) -> None:
+    context: dict[str, Any] = {}
+    box = toolbox_for(task_dir, context)
+    result = await call(box, "explode")
+    assert context["explode_calls"] == 3  # retries: 2 -> three attempts
+    assert result.is_error
+    assert result.content == (
+        "Error (FP232, after 3 attempts): tool 'explode' failed: ValueError: boom"
+    )
+    assert "Traceback" not in result.content
+    assert box.log[-1].attempts == 3 and box.log[-1].code == "FP232"
+
+
+async def test_settings_tool_retries_apply_without_metadata(tmp_path: Path) -> None:
+    (tmp_path / "tools.md").write_text(
+        "## bad\n\n```python\ndef bad(ctx: ToolContext) -> str:\n"
+        "    ctx.context['n'] = ctx.context.get('n', 0) + 1\n    raise KeyError('k')\n```\n"
+    )
+    context: dict[str, Any] = {}
+    box = toolbox_for(tmp_path, context, tool_retries=1)
+    result = await call(box, "bad")
+    assert context["n"] == 2
+    assert "KeyError" in result.content
+
+
+async def test_transient_failure_recovers(task_dir: Path) -> None:
+    context: dict[str, Any] = {}
+    result = await call(toolbox_for(task_dir, context), "flaky")
+    assert (result.is_error, result.content, context["flaky_calls"]) == (False, "recovered", 2)
+
+
+async def test_sandbox_violation_is_an_error_result_and_never_retried(task_dir: Path) -> None:
+    context: dict[str, Any] = {}
+    box = toolbox_for(task_dir, context)
+    allowed = await call(box, "peek", path="input/data.txt")
+    denied = await call(box, "peek", path=".env")
+    assert allowed.content == "hello from input"
+    assert denied.is_error
+    assert denied.content.startswith("Error (FP201): tool 'peek': sandbox violation")
+    assert context["peek_calls"] == 2  # one successful call + one denied attempt
+
+
+async def test_timeout_is_an_error_result(task_dir: Path) -> None:
+    box = toolbox_for(task_dir)
+    started = time.perf_counter()
+    result = await call(box, "nap", seconds=5)
+    assert time.perf_counter() - started < 2
+    assert result.is_error
+    assert result.content == "Error (FP233): tool 'nap' timed out after 0.3s"
+
+
+async def test_settings_tool_timeout_applies(task_dir: Path) -> None:
+    box = toolbox_for(task_dir, tool_timeout=0.2)
+    result = await call(box, "doze", seconds=1)
+    assert result.is_error and "timed out after 0.2s" in result.content
+
+
+async def test_result_is_truncated_with_a_marker(task_dir: Path) -> None:
+    box = toolbox_for(task_dir, tool_result_max_chars=100)
+    result = await call(box, "echo", text="x" * 250)
+    assert result.content == "x" * 100 + "\n[... truncated 150 of 250 characters]"
+
+
+async def test_results_are_redacted_unless_allowed(
+    task_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SERVICE_API_KEY", "sk-live-0123456789")
+    text = "files: .env config/app.env keys/server.pem key=sk-live-0123456789"
+    redacted = await call(toolbox_for(task_dir), "echo", text=text)
+    assert redacted.content == "files: [REDACTED] [REDACTED] [REDACTED] key=[REDACTED]"
+    allowed = await call(toolbox_for(task_dir, allow_sensitive_files=True), "echo", text=text)
+    assert allowed.content == "files: .env config/app.env keys/server.pem key=[REDACTED]"
+
+
+async def test_error_results_are_redacted_too(tmp_path: Path) -> None:
+    (tmp_path / "tools.md").write_text(
+        "## opener\n\n```python\ndef opener() -> str:\n"
+        "    raise FileNotFoundError('/srv/app/.env')\n```\n"
+    )
+    result = await call(toolbox_for(tmp_path), "opener")
+    assert result.content.endswith("FileNotFoundError: [REDACTED]")
+
+
+async def test_concurrent_calls_overlap(task_dir: Path) -> None:
+    box = toolbox_for(task_dir)
+    started = time.perf_counter()
+    results = await asyncio.gather(
+        box.call(ToolCall("a", "nap", {"seconds": 0.2})),
+        box.call(ToolCall("b", "nap", {"seconds": 0.2})),
+        box.call(ToolCall("c", "doze", {"seconds": 0.2})),
+        box.call(ToolCall("d", "doze", {"seconds": 0.2})),
+    )
+    elapsed = time.perf_counter() - started
+    assert [r.call_id for r in results] == ["a", "b", "c", "d"]
+    assert not any(r.is_error for r in results)
+    assert elapsed < 0.6
+    assert sorted(record.call_id for record in box.log) == ["a", "b", "c", "d"]
+
+
+async def test_reference_tool_is_not_executable(task_dir: Path) -> None:
+    result = await call(toolbox_for(task_dir), "web_browser")
+    assert result.is_error
+    assert result.content.startswith("Error (FP235): 'web_browser' is a reference tool")
+
+
+async def test_shell_tool_via_toolbox(task_dir: Path) -> None:
+    box = toolbox_for(task_dir)
+    ok = await call(box, "shout", words="hello")
+    failed = await call(box, "fail_sh")
+    assert (ok.is_error, ok.content) == (False, "HELLO\n")
+    assert failed.is_error
+    assert failed.content.startswith("Error (FP234): tool 'fail_sh' exited with status 3")
+    assert "partial output" in failed.content and "bad thing" in failed.content
+
+
+async def test_cancellation_propagates(task_dir: Path) -> None:
+    box = toolbox_for(task_dir)
+    pending = asyncio.ensure_future(call(box, "nap", seconds=0.25))
+    await asyncio.sleep(0.05)
+    pending.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await pending
+
+
+async def test_log_records_each_call(task_dir: Path) -> None:
+    box = toolbox_for(task_dir)
+    await call(box, "echo", text="hi")
+    await call(box, "nope")
+    first, second = (record.to_dict() for record in box.log)
+    assert first["name"] == "echo" and first["arguments"] == {"text": "hi"}
+    assert first["result"] == "hi" and first["is_error"] is False
+    assert first["duration_s"] >= 0
+    assert second["is_error"] is True and second["code"] == "FP230"
+
+
+async def test_custom_runner_registration_and_missing_runner(tmp_path: Path) -> None:
+    seen: list[tuple[str, dict[str, Any]]] = []
+
+    async def custom(spec: ToolSpec, arguments: Any, ctx: Any) -> dict[str, Any]:
+        seen.append((spec.name, dict(arguments)))
+        return {"ok": True}
+
+    def spec(kind: str) -> ToolSpec:
+        return ToolSpec(
+            name=f"{kind}_tool",
+            kind=kind,  # type: ignore[arg-type]
+            description="",
+            parameters={"type": "object", "properties": {"q": {"type": "string"}}},
+            source_file="x",
+        )
+
+    register_runner("custom_kind_for_test", custom)
+    try:
+        task, workflow = make_task(tmp_path, [spec("custom_kind_for_test"), spec("nokind")])
+        box = Toolbox(task, workflow, {})
+        ok = await box.call(ToolCall("1", "custom_kind_for_test_tool", {"q": "x"}))
+        missing = await box.call(ToolCall("2", "nokind_tool", {}))
+    finally:
+        RUNNERS.pop("custom_kind_for_test")
+    assert ok.content == '{"ok": true}' and seen == [("custom_kind_for_test_tool", {"q": "x"})]
+    assert missing.is_error and missing.content.startswith("Error (FP236)")
+
+
+async def test_pydantic_model_arguments_are_bound(tmp_path: Path) -> None:
+    (tmp_path / "tools.md").write_text(
+        "## area\n\n```python\nfrom pydantic import BaseModel\n\n"
+        "class Box(BaseModel):\n    w: int\n    h: int = 1\n\n"
+        "def area(shape: Box) -> int:\n    return shape.w * shape.h\n```\n"
+    )
+    box = toolbox_for(tmp_path)
+    assert (await call(box, "area", shape={"w": 3, "h": 4})).content == "12"
+    bad = await call(box, "area", shape={"h": 4})
+    assert bad.is_error and "FP231" in bad.content
+
+
+async def test_http_clients_are_closed(task_dir: Path) -> None:
+    box = toolbox_for(task_dir)
+    client, aclient = box.ctx.http, box.ctx.ahttp
+    closed: list[str] = []
+
+    async def note() -> None:
+        closed.append("callback")
+
+    box.ctx.on_close(note)
+    async with box:
+        pass
+    assert client.is_closed and aclient.is_closed and closed == ["callback"]
+
+
+def test_result_text_forms() -> None:
+    from dataclasses import dataclass
+
+    from pydantic import BaseModel
+
+    class M(BaseModel):
+        a: int
+
+    @dataclass
+    class D:
+        b: str
+
+    assert result_text("s") == "s"
+    assert result_text(b"bytes") == "bytes"
+    assert result_text(None) == "null"
+    assert result_text({"x": [1, 2]}) == '{"x": [1, 2]}'
+    assert result_text(M(a=1)) == '{"a": 1}'
+    assert result_text(D(b="x")) == '{"b": "x"}'
+    assert result_text({1, 2}) in ('"{1, 2}"', "{1, 2}")
