@@ -11,6 +11,7 @@ from prefect import Flow
 from prefect import tags as prefect_tags
 from prefect.utilities.asyncutils import run_coro_as_sync
 
+from ..deploy.signature import merge_inputs, with_input_signature
 from ..errors import WorkflowFailed
 from ..spec.tree import Workflow
 from .build import flow_name, run_root
@@ -54,7 +55,10 @@ def make_flow(
 ) -> WorkflowFlow:
     """The Prefect flow running ``workflow``: parameter ``context``, returns the final context."""
 
-    async def folpipe_workflow(context: dict[str, Any] | None = None) -> dict[str, Any]:
+    async def folpipe_workflow(
+        context: dict[str, Any] | None = None, **inputs: Any
+    ) -> dict[str, Any]:
+        context = merge_inputs(context, inputs) if inputs else context
         result = await run_root(workflow, context, options)
         if sink is not None:
             sink.append(result)
@@ -66,6 +70,7 @@ def make_flow(
         return result.context
 
     folpipe_workflow.__doc__ = workflow.root.config.description or f"folpipe: {workflow.name}"
+    with_input_signature(folpipe_workflow, workflow.root.config)  # root inputs = UI form
     return WorkflowFlow(
         folpipe_workflow,
         name=flow_name(workflow.name),

@@ -9,14 +9,12 @@ timeouts and content-keyed checkpoints; branches become a parent task run with n
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from importlib import import_module
-from pathlib import Path
 from typing import Any
 
 from prefect import Flow
@@ -63,12 +61,6 @@ def _optional(module: str, attr: str) -> Any:
         return None
 
 
-def _file_digest(path: Path | None) -> str:
-    if path is None or not path.is_file():
-        return ""
-    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
-
-
 @dataclass
 class _Pass:
     """One agent pass as the orchestrator sees it."""
@@ -100,7 +92,6 @@ class WorkflowRun:
         else:
             override = override_from_env()
         self.override = override
-        self.salt = self._salt(override)
         self.pool = ProviderPool(
             workflow,
             override,
@@ -123,17 +114,10 @@ class WorkflowRun:
         factory = _optional("prefect_folpipe.compile.ratelimit", "make_call_guard")
         return factory(self.workflow) if factory is not None else None
 
-    def _salt(self, override: Any) -> str:
-        """Provider identity that task.yaml does not capture (override, scripted replies)."""
-        if override is not None:
-            replies = Path(override.replies) if override.replies else None
-            return f"override:{override.name}:{_file_digest(replies)}"
-        replies = None
-        for task in self.workflow.tasks():
-            if task.provider is not None and task.provider.config.replies:
-                replies = self.workflow.root_dir / task.provider.config.replies
-                break
-        return f"declared:{_file_digest(replies)}"
+    def salt(self, task: Task) -> str:
+        """The effective provider type (an override changes what answers a task)."""
+        provider, _ = self._provider_of(task)
+        return provider or ""
 
     def identity(self, task: Task) -> str:
         value = self._identities.get(task.path)
@@ -156,7 +140,9 @@ class WorkflowRun:
 
     def _provider_of(self, task: Task) -> tuple[str | None, str | None]:
         if self.override is not None:
-            return self.override.name, None
+            from ..providers.registry import canonical_type
+
+            return canonical_type(self.override.name), None
         if task.provider is None:
             return None, None
         return task.provider.type, task.provider.model
@@ -194,7 +180,7 @@ class WorkflowRun:
                     params["context"],
                     iteration=tuple(params.get("scope") or ()),
                     phase=phase,
-                    salt=self.salt,
+                    salt=self.salt(task),
                 )
 
             options |= {

@@ -55,7 +55,7 @@ def cache_key(
         phase,
         canonical_json(list(iteration)),
         salt,
-        canonical_json(cache_input(task, context)),
+        canonical_json(cache_input(task, context, phase)),
     ):
         digest.update(part.encode())
         digest.update(b"\x1f")

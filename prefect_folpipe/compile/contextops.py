@@ -80,7 +80,7 @@ def outputs_delta(task: Task, outputs: Mapping[str, Any]) -> dict[str, Any]:
     return delta
 
 
-def cache_input(task: Task, context: Mapping[str, Any]) -> dict[str, Any]:
+def cache_input(task: Task, context: Mapping[str, Any], phase: str = "single") -> dict[str, Any]:
     """The part of the context a task actually sees, for its cache key.
 
     With a declared ``input`` (and no hooks, which may read anything) only those keys count;
@@ -89,6 +89,9 @@ def cache_input(task: Task, context: Mapping[str, Any]) -> dict[str, Any]:
     spec = task.config.input
     if spec is not None and not task.hooks:
         keys = [*spec.required, *spec.optional]
+        if phase == "final":
+            for child in task.children:
+                keys += [child.name, *child.config.output_keys]
         return {key: context.get(key) for key in keys}
     return {key: value for key, value in context.items() if key != ENV_KEY}
 
