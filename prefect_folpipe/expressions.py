@@ -22,6 +22,7 @@ import ast
 import difflib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import simpleeval
@@ -134,9 +135,7 @@ class Condition:
 def compile_condition(expr: str | Mapping[str, Any]) -> Condition:
     """Compile a ``skip_if`` / ``until`` condition, rejecting anything unsafe or malformed."""
     if isinstance(expr, str):
-        tree = _parse(expr)
-        _check_safe(tree, expr)
-        return Condition(expr, lambda context: _Evaluator(context).run(expr, tree))
+        return _compile_text(expr)
     if isinstance(expr, Mapping):
         return Condition(expr, _compile_structured(expr))
     raise ExpressionError(
@@ -146,6 +145,14 @@ def compile_condition(expr: str | Mapping[str, Any]) -> Condition:
 
 
 # --- string expressions -------------------------------------------------------------------
+
+
+@lru_cache(maxsize=2048)
+def _compile_text(expr: str) -> Condition:
+    """Compiled once per distinct text: a tree of many tasks often repeats one condition."""
+    tree = _parse(expr)
+    _check_safe(tree, expr)
+    return Condition(expr, lambda context: _Evaluator(context).run(expr, tree))
 
 
 def _parse(expr: str) -> ast.Expression:

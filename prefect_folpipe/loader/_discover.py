@@ -53,9 +53,8 @@ class Discovery:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.diagnostics: list[Diagnostic] = []
-
-    def rel(self, path: Path) -> str:
-        return path.relative_to(self.root).as_posix() if path != self.root else "."
+        self.blobs: dict[Path, bytes] = {}
+        """Bytes of every file read, so content hashes need not read them again."""
 
     def error(
         self,
@@ -113,7 +112,7 @@ class Discovery:
         self, folder: Path, entries: frozenset[str], label: str, lineage: tuple[Path, ...]
     ) -> RawTask:
         """Read one task folder and, recursively, its children."""
-        rel_dir = "" if folder == self.root else self.rel(folder)
+        rel_dir = label
         config, source, source_file, instructions = self._read_config(folder, entries, label)
         name = self._name(config, folder, source, label)
         match = PREFIX.match(folder.name)
@@ -137,7 +136,7 @@ class Discovery:
     def _read_config(
         self, folder: Path, entries: frozenset[str], label: str
     ) -> tuple[TaskConfig, SourceMap, Path | None, tuple[str, Path, int] | None]:
-        rel = f"{self.rel(folder)}/" if folder != self.root else ""
+        rel = f"{label}/" if label else ""
         if SKILL in entries and not entries & {TASK_YAML, INSTRUCTIONS}:
             return self._read_skill(folder / SKILL, f"{rel}{SKILL}", label)
         if SKILL in entries:
@@ -188,7 +187,9 @@ class Discovery:
 
     def _read_text(self, file: Path, rel: str, label: str) -> str | None:
         try:
-            return file.read_bytes().decode("utf-8-sig")
+            data = file.read_bytes()
+            self.blobs[file] = data
+            return data.decode("utf-8-sig")
         except UnicodeDecodeError as exc:
             self.error(
                 "FP108",
@@ -258,13 +259,16 @@ class Discovery:
     def _load_children(self, parent: RawTask, lineage: tuple[Path, ...]) -> None:
         subtasks = parent.folder / SUBTASKS
         found: list[RawTask] = []
-        for child_dir in _child_dirs(subtasks):
-            real = child_dir.resolve()
-            if real in lineage:
+        prefix = f"{parent.rel_dir}/{SUBTASKS}" if parent.rel_dir else SUBTASKS
+        for child_dir, is_link in _child_dirs(subtasks):
+            rel = f"{prefix}/{child_dir.name}"
+            # only a symlink can make a folder contain itself: resolve just those
+            real = child_dir.resolve() if is_link else lineage[-1] / child_dir.name
+            if is_link and real in lineage:
                 self.error(
                     "FP119",
                     "symlink loop: this folder contains itself",
-                    self.rel(child_dir),
+                    rel,
                     hint="remove the symlink",
                 )
                 continue
@@ -273,15 +277,14 @@ class Discovery:
                 self.error(
                     "FP113",
                     "folder under subtasks/ has no task marker and is ignored",
-                    self.rel(child_dir),
+                    rel,
                     None,
                     parent.rel_dir,
                     "add instructions.md or task.yaml to make it a task",
                     Severity.WARNING,
                 )
                 continue
-            label = self.rel(child_dir)
-            found.append(self.load_folder(child_dir, entries, label, (*lineage, real)))
+            found.append(self.load_folder(child_dir, entries, rel, (*lineage, real)))
         ordered = self._order(parent, found)
         parent.children = [c for c in ordered if c.config.enabled]
         parent.disabled = [c for c in ordered if not c.config.enabled]
@@ -379,11 +382,13 @@ def _entries(folder: Path) -> frozenset[str]:
         return frozenset()
 
 
-def _child_dirs(subtasks: Path) -> list[Path]:
+def _child_dirs(subtasks: Path) -> list[tuple[Path, bool]]:
+    """Folders under ``subtasks/`` (hidden ones and ``__pycache__`` skipped), with whether
+    each is a symlink."""
     try:
         with os.scandir(subtasks) as it:
             return [
-                Path(e.path)
+                (Path(e.path), e.is_symlink())
                 for e in it
                 if e.is_dir() and not e.name.startswith(".") and e.name not in IGNORED_DIRS
             ]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 from ..spec.tree import ResolvedProvider, ToolSpec
@@ -28,21 +28,38 @@ def task_hash(
     snippets: Iterable[Path],
     tools: Iterable[ToolSpec],
     provider: ResolvedProvider | None,
+    blobs: Mapping[Path, bytes] | None = None,
 ) -> str:
     """sha256 of everything that decides what this task does (see the module docstring)."""
     digest = hashlib.sha256()
     digest.update(f"path\0{path}\0".encode())
+    blobs = blobs or {}
     for rel, file in _own_files(folder, entries):
-        _add_file(digest, rel, file)
+        _add_file(digest, rel, file, blobs)
     for snippet in sorted(set(snippets)):
-        _add_file(digest, f"snippet:{snippet.name}", snippet)
+        _add_file(digest, f"snippet:{snippet.name}", snippet, blobs)
     for tool in sorted(tools, key=lambda t: (t.name, t.owner)):
         digest.update(f"tool\0{tool.name}\0{tool.owner}\0{tool.content_hash}\0".encode())
     if provider is not None:
-        settings = provider.config.model_dump(mode="json", exclude_none=True)
-        blob = json.dumps([provider.name, provider.type, settings], sort_keys=True, default=str)
-        digest.update(f"provider\0{blob}\0".encode())
+        digest.update(provider_blob(provider))
     return digest.hexdigest()
+
+
+_PROVIDER_BLOBS: dict[int, tuple[ResolvedProvider, bytes]] = {}
+
+
+def provider_blob(provider: ResolvedProvider) -> bytes:
+    """Canonical bytes of a resolved provider's settings (memoised: tasks share providers)."""
+    cached = _PROVIDER_BLOBS.get(id(provider))
+    if cached is not None and cached[0] is provider:
+        return cached[1]
+    settings = provider.config.model_dump(mode="json", exclude_none=True)
+    text = json.dumps([provider.name, provider.type, settings], sort_keys=True, default=str)
+    blob = f"provider\0{text}\0".encode()
+    if len(_PROVIDER_BLOBS) > 1024:
+        _PROVIDER_BLOBS.clear()
+    _PROVIDER_BLOBS[id(provider)] = (provider, blob)
+    return blob
 
 
 def _own_files(folder: Path, entries: frozenset[str]) -> Iterator[tuple[str, Path]]:
@@ -69,10 +86,12 @@ def _tree(folder: Path, rel: str) -> Iterator[tuple[str, Path]]:
             yield f"{rel}/{entry.name}", Path(entry.path)
 
 
-def _add_file(digest: hashlib._Hash, rel: str, file: Path) -> None:
-    try:
-        data = file.read_bytes()
-    except OSError:
-        data = b"\0unreadable"
+def _add_file(digest: hashlib._Hash, rel: str, file: Path, blobs: Mapping[Path, bytes]) -> None:
+    data = blobs.get(file)
+    if data is None:
+        try:
+            data = file.read_bytes()
+        except OSError:
+            data = b"\0unreadable"
     digest.update(f"file\0{rel}\0{len(data)}\0".encode())
     digest.update(data)

@@ -2,13 +2,29 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
 
-_Loader: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_Base: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_TAGS: dict[str, str] = {}
+"""Plain scalar -> resolved tag: the implicit resolvers' regexes run once per distinct text."""
+
+
+class _Loader(_Base):  # type: ignore[misc,valid-type]
+    """The C-accelerated safe loader with a memo in front of implicit tag resolution."""
+
+    def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
+        if kind is yaml.ScalarNode and implicit[0] and len(value) <= 64:
+            tag = _TAGS.get(value)
+            if tag is None:
+                tag = super().resolve(kind, value, implicit)
+                if len(_TAGS) < 20_000:
+                    _TAGS[value] = tag
+            return tag
+        return super().resolve(kind, value, implicit)
+
 
 Loc = tuple[str | int, ...]
 MAX_NODES = 100_000
@@ -51,22 +67,104 @@ def parse_yaml(
     loader = _Loader(text)
     try:
         node = loader.get_single_node()
-        data = loader.construct_document(node) if node is not None else None
+        if node is None:
+            return None, source, []
+        builder = _Builder(loader, source.lines, line_offset)
+        source.lines[()] = node.start_mark.line + 1 + line_offset
+        data = builder.value(node, ())
     except yaml.YAMLError as exc:
         return None, source, [_syntax_problem(exc, line_offset, text.count("\n") + 1)]
+    except _Recursive as exc:
+        return None, source, [YamlProblem("recursive YAML alias", exc.line + line_offset)]
     except (ValueError, TypeError, RecursionError) as exc:  # e.g. unhashable keys, deep nesting
-        return None, source, [YamlProblem(f"invalid YAML: {exc}", line_offset + 1 or None)]
+        return None, source, [YamlProblem(f"invalid YAML: {exc}", line_offset + 1)]
     finally:
         loader.dispose()
-    if node is None:
-        return data, source, []
-    bomb = _alias_problem(node, line_offset)
-    if bomb is not None:
-        return None, source, [bomb]
-    problems: list[YamlProblem] = []
-    source.lines[()] = node.start_mark.line + 1 + line_offset
-    _record_lines(node, (), source.lines, problems, line_offset, set())
-    return data, source, problems
+    if builder.aliased:
+        bomb = _alias_problem(node, line_offset)
+        if bomb is not None:
+            return None, source, [bomb]
+    return data, source, builder.problems
+
+
+_MAP = "tag:yaml.org,2002:map"
+_SEQ = "tag:yaml.org,2002:seq"
+_STR = "tag:yaml.org,2002:str"
+_MERGE = "tag:yaml.org,2002:merge"
+
+
+class _Recursive(Exception):
+    def __init__(self, line: int) -> None:
+        self.line = line
+
+
+class _Builder:
+    """Nodes -> Python values in one walk that also records each key's line and duplicates
+    (faster than constructing and then walking the nodes a second time)."""
+
+    def __init__(self, loader: Any, lines: dict[Loc, int], offset: int) -> None:
+        self.loader = loader
+        self.lines = lines
+        self.offset = offset
+        self.problems: list[YamlProblem] = []
+        self.memo: dict[int, Any] = {}
+        self.active: set[int] = set()
+        self.aliased = False
+
+    def value(self, node: yaml.Node, loc: Loc) -> Any:
+        if isinstance(node, yaml.ScalarNode):
+            if node.tag == _STR:
+                return node.value
+            construct = self.loader.yaml_constructors.get(node.tag)
+            if construct is None:  # unknown tag: PyYAML raises its usual error
+                return self.loader.construct_object(node, True)
+            return construct(self.loader, node)
+        key = id(node)
+        if key in self.memo:
+            self.aliased = True
+            return self.memo[key]
+        if key in self.active:
+            raise _Recursive(node.start_mark.line + 1)
+        self.active.add(key)
+        if isinstance(node, yaml.MappingNode) and node.tag == _MAP and not _merges(node):
+            result: Any = self.mapping(node, loc)
+        elif isinstance(node, yaml.SequenceNode) and node.tag == _SEQ:
+            result = self.sequence(node, loc)
+        else:  # merge keys, sets, omaps, custom tags: PyYAML's own rules (and errors)
+            result = self.loader.construct_object(node, True)
+        self.active.discard(key)
+        self.memo[key] = result
+        return result
+
+    def mapping(self, node: yaml.MappingNode, loc: Loc) -> dict[Any, Any]:
+        result: dict[Any, Any] = {}
+        for key_node, value_node in node.value:
+            key = self.value(key_node, loc)
+            line = key_node.start_mark.line + 1 + self.offset
+            if key in result:
+                self.problems.append(
+                    YamlProblem(
+                        f"duplicate key {key!r} (the last one would silently win)",
+                        line,
+                        kind="duplicate",
+                    )
+                )
+            child = (*loc, key)
+            self.lines[child] = line
+            result[key] = self.value(value_node, child)
+        return result
+
+    def sequence(self, node: yaml.SequenceNode, loc: Loc) -> list[Any]:
+        items = []
+        for index, item in enumerate(node.value):
+            child = (*loc, index)
+            self.lines[child] = item.start_mark.line + 1 + self.offset
+            items.append(self.value(item, child))
+        return items
+
+
+def _merges(node: yaml.MappingNode) -> bool:
+    return any(key.tag == _MERGE for key, _ in node.value)
 
 
 def _alias_problem(root: yaml.Node, offset: int) -> YamlProblem | None:
@@ -113,37 +211,3 @@ def _syntax_problem(exc: yaml.YAMLError, offset: int, last_line: int) -> YamlPro
     context = getattr(exc, "context", None)
     message = f"{context}, {problem}" if context else str(problem)
     return YamlProblem(f"YAML syntax error: {message}", line)
-
-
-def _record_lines(
-    node: yaml.Node,
-    loc: Loc,
-    lines: dict[Loc, int],
-    problems: list[YamlProblem],
-    offset: int,
-    seen: set[int],
-) -> None:
-    if id(node) in seen:  # an alias: its lines were recorded where the anchor is
-        return
-    seen.add(id(node))
-    for child_loc, key_node, value_node in _children(node, loc):
-        if child_loc in lines and isinstance(key_node, yaml.ScalarNode):
-            problems.append(
-                YamlProblem(
-                    f"duplicate key {key_node.value!r} (the last one would silently win)",
-                    key_node.start_mark.line + 1 + offset,
-                    kind="duplicate",
-                )
-            )
-        lines[child_loc] = key_node.start_mark.line + 1 + offset
-        _record_lines(value_node, child_loc, lines, problems, offset, seen)
-
-
-def _children(node: yaml.Node, loc: Loc) -> Iterator[tuple[Loc, yaml.Node, yaml.Node]]:
-    if isinstance(node, yaml.MappingNode):
-        for key_node, value_node in node.value:
-            if isinstance(key_node, yaml.ScalarNode):
-                yield (*loc, key_node.value), key_node, value_node
-    elif isinstance(node, yaml.SequenceNode):
-        for index, item in enumerate(node.value):
-            yield (*loc, index), item, item

@@ -1,0 +1,131 @@
+"""Benchmark: load + validate a generated 1,000-task workflow folder.
+
+    .venv/bin/python benchmarks/load_1000/bench.py [--tasks 1000] [--repeat 5]
+
+The tree: a root with 10 branches of 9 sub-branches of 10 leaves (1,000 tasks with the root),
+every task with a task.yaml (settings, agent overrides, outputs, a skip_if), every leaf with
+instructions.md (a third of them with an include), every sub-branch with a tools.md, a shared
+tools.md used by some leaves, a graph group with depends_on edges and a loop group.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from prefect_folpipe.loader import load_workflow
+from prefect_folpipe.validate import validate_workflow
+
+ROOT_YAML = """\
+name: bench
+providers:
+  default: claude
+  claude: {model: claude-sonnet-4-5, api_key_env: ANTHROPIC_API_KEY}
+  local: {type: ollama, model: llama3.1:8b}
+settings: {max_retries: 2, timeout: 300, parallel_workers: 8}
+conditions: {retry_on: [ConnectionError]}
+"""
+TOOLS_MD = """\
+## lookup_{n}
+> type: reference
+
+Look things up for group {n}.
+
+## local_{n}
+> type: reference
+> scope: local
+
+Only for the group.
+"""
+SHARED_TOOLS = "## search_api\n> type: reference\n\nSearch.\n"
+
+
+def build(root: Path, branches: int = 10, groups: int = 9, leaves: int = 10) -> int:
+    """Write the tree; returns the number of tasks."""
+    (root / "shared" / "instructions").mkdir(parents=True)
+    (root / "shared" / "instructions" / "style.md").write_text("Be concise.\n")
+    (root / "shared" / "tools.md").write_text(SHARED_TOOLS)
+    (root / "task.yaml").write_text(ROOT_YAML)
+    count = 1
+    for b in range(branches):
+        branch = root / "subtasks" / f"{b:02d}_branch{b}"
+        kind = "graph" if b == 0 else "loop" if b == 1 else "parallel"
+        extra = "\n  until: context.done == true\n  max_iterations: 3" if kind == "loop" else ""
+        _write(
+            branch / "task.yaml",
+            f"subtasks:\n  execution_type: {kind}{extra}\nsettings: {{timeout: 600}}\n",
+        )
+        count += 1
+        for g in range(groups):
+            group = branch / "subtasks" / f"{g:02d}_group{g}"
+            depends = f"depends_on: [group{g - 1}]\n" if kind == "graph" and g else ""
+            _write(group / "task.yaml", f"agent: {{temperature: 0.{g}}}\n{depends}")
+            _write(group / "tools.md", TOOLS_MD.format(n=f"{b}_{g}"))
+            count += 1
+            last = b == branches - 1 and g == groups - 1
+            for leaf_index in range(leaves - 1 if last else leaves):
+                _leaf(group / "subtasks" / f"{leaf_index:02d}_leaf{leaf_index}", leaf_index)
+                count += 1
+    return count
+
+
+def _leaf(folder: Path, n: int) -> None:
+    provider = "  provider: local\n" if n % 5 == 0 else ""
+    shared = "tools: {use_shared: [search_api]}\n" if n % 4 == 0 else ""
+    _write(
+        folder / "task.yaml",
+        f"description: leaf {n}\nsettings: {{max_retries: {n % 3}}}\n"
+        f"agent:\n{provider}  model: claude-haiku-4-5\n"
+        f"output:\n  answer: str\n  score: float\n{shared}"
+        "conditions:\n  skip_if: \"context.get('skip') == true\"\n",
+    )
+    include = '\n{% include "style" %}\n' if n % 3 == 0 else ""
+    _write(folder / "instructions.md", f"Answer question {n}.{include}\n")
+
+
+def _write(file: Path, text: str) -> None:
+    file.parent.mkdir(parents=True, exist_ok=True)
+    file.write_text(text)
+
+
+def timed(fn, repeat: int) -> list[float]:  # type: ignore[no-untyped-def]
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "bench"
+        count = build(root)
+        start = time.perf_counter()
+        workflow = load_workflow(root)  # first run: cold file cache, first imports
+        cold = time.perf_counter() - start
+        assert len(workflow.tasks()) == count, (len(workflow.tasks()), count)
+        diagnostics = validate_workflow(root)
+        assert not diagnostics, diagnostics[:3]
+        load_times = timed(lambda: load_workflow(root), args.repeat)
+        validate_times = timed(lambda: validate_workflow(root), args.repeat)
+    print(f"tasks: {count}")
+    print(f"load_workflow, first run:     {cold * 1000:7.1f} ms")
+    print(
+        f"load_workflow, median of {args.repeat}:  {statistics.median(load_times) * 1000:7.1f} ms"
+    )
+    print(f"validate_workflow, median:    {statistics.median(validate_times) * 1000:7.1f} ms")
+    worst = max(cold, *load_times, *validate_times)
+    print(f"target < 1000 ms: {'met' if worst < 1.0 else 'MISSED'} (worst {worst * 1000:.1f} ms)")
+    return 0 if worst < 1.0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
