@@ -154,3 +154,25 @@ def test_a_task_added_by_init_keeps_the_workflow_valid(tmp_path: Path) -> None:
     scaffold(tmp_path / "wf", "loop")
     scaffold(tmp_path / "wf" / "subtasks" / "30_polish", "task")
     assert [str(d) for d in validate_workflow(tmp_path / "wf")] == []
+
+
+@pytest.mark.prefect
+@pytest.mark.skipif(not loader_ready(), reason="the loader is not committed yet")
+@pytest.mark.parametrize("template", WORKFLOW_TEMPLATES)
+def test_every_template_runs_offline_as_a_prefect_flow(
+    tmp_path: Path, template: str, prefect_harness: str
+) -> None:
+    from prefect_folpipe import run_workflow
+
+    scaffold(tmp_path / "wf", template)
+    result = run_workflow(tmp_path / "wf")
+    assert result.status == "completed", result.tasks
+    tasks = {task["path"]: task for task in result.tasks}
+    assert all(task["status"] == "completed" for task in tasks.values())
+    if template == "pipeline":
+        assert result.context["approved"] is True
+        assert tasks["write"]["tool_calls"] == 1
+        assert result.context["facts"] and result.context["sources"]
+    if template == "loop":
+        assert tasks[""]["iterations"] == 2
+        assert result.context["review_draft"]["approved"] is True
