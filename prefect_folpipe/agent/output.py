@@ -2,7 +2,7 @@
 
 Where the JSON is taken from, in order:
 
-1. the **last** fenced block labelled ``json`` (```` ```json ````), when there is one;
+1. the **last** fenced block labelled ``json`` (```` ```json ```` at the start of a line);
 2. else the last fenced block without a language label (```` ``` ````);
 3. else the whole answer, when it is a JSON object by itself.
 
@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)```", re.DOTALL)
+FENCE = re.compile(r"^[ \t]*```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)```", re.DOTALL | re.MULTILINE)
 JSON_TYPES: dict[str, str] = {
     "str": "string",
     "int": "integer",

@@ -137,11 +137,16 @@ async def _agent_pass(
                 logger=logger,
             )
         )
-        convo.tool_log = list(getattr(toolbox, "log", []))
+        convo.tool_log = [_log_entry(record) for record in getattr(toolbox, "log", [])]
     finally:
         if toolbox is not None:
             await toolbox.aclose()
     return convo, prompt
+
+
+def _log_entry(record: Any) -> dict[str, Any]:
+    to_dict = getattr(record, "to_dict", None)
+    return dict(to_dict()) if callable(to_dict) else dict(record)
 
 
 def _make_toolbox(

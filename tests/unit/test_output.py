@@ -123,3 +123,9 @@ def test_output_schema_for_json_mode() -> None:
 def test_repair_prompt_names_errors_and_keys() -> None:
     text = repair_prompt(("missing key 'a'",), {"a": "int", "b": None})
     assert "missing key 'a'" in text and "- a (int)" in text and "- b (any)" in text
+
+
+def test_fences_open_at_the_start_of_a_line_only() -> None:
+    text = 'Answer with a ```json code block, like:\n```json\n{"a": 1}\n```'
+    assert extract_json(text) == {"a": 1}
+    assert extract_json('  ```json\n{"b": 2}\n  ```') == {"b": 2}
