@@ -17,7 +17,10 @@ from typing import Any
 from ..spec.config import TaskConfig
 
 CONTEXT_PARAMETER = inspect.Parameter(
-    "context", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=dict[str, Any] | None
+    "context",
+    inspect.Parameter.POSITIONAL_OR_KEYWORD,
+    default=None,
+    annotation=dict[str, Any] | None,
 )
 
 
@@ -40,7 +43,8 @@ def input_descriptions(config: TaskConfig) -> dict[str, str]:
 
 
 def parameter_signature(config: TaskConfig) -> inspect.Signature:
-    """``(*, <inputs>=None, context=None)`` for the root task's config."""
+    """``(context=None, *, <inputs>=None)`` for the root task's config (``context`` stays the
+    only positional parameter, as ``folder_to_flow``'s contract says)."""
     from pydantic import Field
 
     descriptions = input_descriptions(config)
@@ -53,7 +57,7 @@ def parameter_signature(config: TaskConfig) -> inspect.Signature:
         )
         for key in input_names(config)
     ]
-    return inspect.Signature([*parameters, CONTEXT_PARAMETER])
+    return inspect.Signature([CONTEXT_PARAMETER, *parameters])
 
 
 def merge_inputs(context: Mapping[str, Any] | None, inputs: Mapping[str, Any]) -> dict[str, Any]:
@@ -64,6 +68,6 @@ def merge_inputs(context: Mapping[str, Any] | None, inputs: Mapping[str, Any]) -
 
 
 def with_input_signature(body: Callable[..., Any], config: TaskConfig) -> Callable[..., Any]:
-    """Give ``body(*, context=None, **inputs)`` the root task's parameter signature, in place."""
+    """Give ``body(context=None, **inputs)`` the root task's parameter signature, in place."""
     body.__signature__ = parameter_signature(config)  # type: ignore[attr-defined]
     return body

@@ -173,7 +173,7 @@ def declared_inputs(config: TaskConfig) -> tuple[str, ...]:
 
 # parameters every folpipe flow accepts besides the declared inputs
 FLOW_PARAMETERS = ("context",)
-GENERIC_FLOW_PARAMETERS = ("path", "context", "fresh", "provider", "replies")
+GENERIC_FLOW_PARAMETERS = ("path", "context", "fresh", "provider", "replies", "result_storage")
 
 
 def deploy_block_problems(config: TaskConfig) -> list[Problem]:

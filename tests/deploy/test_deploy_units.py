@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import sys
 from pathlib import Path
 from typing import Any
@@ -177,8 +178,9 @@ def test_parameter_signature_lists_inputs_then_context() -> None:
         {"input": {"required": ["topic"], "optional": ["depth", "not-an-identifier"]}}
     )
     signature = parameter_signature(config)
-    assert list(signature.parameters) == ["topic", "depth", "context"]
-    assert all(p.kind is p.KEYWORD_ONLY for p in signature.parameters.values())
+    assert list(signature.parameters) == ["context", "topic", "depth"]
+    kinds = [p.kind for p in signature.parameters.values()]
+    assert kinds == [inspect.Parameter.POSITIONAL_OR_KEYWORD, *[inspect.Parameter.KEYWORD_ONLY] * 2]
     assert merge_inputs({"topic": "old", "x": 1}, {"topic": "new", "depth": None}) == {
         "topic": "new",
         "x": 1,

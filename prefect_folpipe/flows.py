@@ -1,0 +1,76 @@
+"""Deployment entrypoints: a generic, importable flow that runs any workflow folder.
+
+``prefect_folpipe.flows:run_workflow`` (module path ``prefect_folpipe.flows.run_workflow``) is
+a module-level flow, so Prefect can load it by reference in a worker or ``serve`` process. A
+flow built by ``folder_to_flow`` inside a function cannot be deployed that way (its entrypoint
+would be ``folder_to_flow.<locals>...``); use this flow with ``parameters={"path": ...}``, or
+the per-workflow ``flow.py`` written by ``folpipe deploy init``.
+
+The flow runs the root task's group in its own body (no extra nesting level): leaves and
+branches appear directly under the ``folpipe-run`` flow run, which is named after the folder.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from prefect import flow
+
+GENERIC_FLOW_NAME = "folpipe-run"
+
+
+def run_name() -> str:
+    """Flow-run name ``<folder>-<UTC time>`` from the run's ``path`` parameter."""
+    from prefect.runtime import flow_run
+
+    path = str(flow_run.parameters.get("path") or "workflow")
+    folder = Path(path).expanduser().resolve().name or "workflow"
+    return f"{folder}-{datetime.now(UTC):%Y%m%d-%H%M%S}"
+
+
+@flow(name=GENERIC_FLOW_NAME, flow_run_name=run_name, persist_result=False)
+async def run_workflow(
+    path: str,
+    context: dict[str, Any] | None = None,
+    fresh: bool = False,
+    provider: str | None = None,
+    replies: str | None = None,
+    result_storage: str | None = None,
+) -> dict[str, Any]:
+    """Run the workflow folder at ``path`` and return its final context.
+
+    Args:
+        path: the workflow folder (a relative path is resolved against the working directory
+            set by the deployment's pull steps).
+        context: initial context, e.g. the root task's declared inputs.
+        fresh: ignore checkpoints and run every task again.
+        provider: override every task's LLM provider (e.g. ``scripted``).
+        replies: scripted replies file for ``provider: scripted``.
+        result_storage: slug of a Prefect storage block (e.g. ``s3-bucket/folpipe``) holding
+            the checkpoints, so that runs on different workers resume from each other.
+    """
+    from .compile import RunOptions, run_root
+    from .compile.contextops import describe_error
+    from .compile.runs import save_run_record
+    from .errors import WorkflowFailed
+    from .loader import load_workflow
+
+    workflow = load_workflow(Path(path).expanduser().resolve())
+    options = RunOptions(provider=provider, replies=replies, fresh=fresh)
+    if result_storage:
+        options.result_storage = await storage_block(result_storage)
+    result = await run_root(workflow, context, options)
+    save_run_record(workflow, result, context, options)
+    if result.status == "failed":
+        reason = describe_error(result.error) if result.error else "a task failed"
+        raise WorkflowFailed(f"workflow '{workflow.name}' failed: {reason}", result)
+    return result.context
+
+
+async def storage_block(slug: str) -> Any:
+    """The saved Prefect storage block ``slug`` (``block-type/name``), for checkpoints."""
+    from prefect.results import aresolve_result_storage
+
+    return await aresolve_result_storage(slug)
