@@ -15,6 +15,7 @@ from ..errors import Diagnostic, Severity
 from ..loader import LoadResult, load
 from .conditions import check_conditions
 from .dependencies import check_dependencies
+from .deploy_rules import check_deploy
 from .failure import check_failure_policy
 from .loops import check_loops
 from .structure import check_empty_tasks
@@ -27,6 +28,7 @@ RULES: tuple[Rule, ...] = (
     check_loops,
     check_conditions,
     check_failure_policy,
+    check_deploy,
 )
 
 __all__ = ["RULES", "Rule", "check", "run_rules", "validate_workflow"]

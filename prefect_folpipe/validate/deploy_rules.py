@@ -248,7 +248,7 @@ def dependency_problems(config: TaskConfig) -> list[Problem]:
             problems.append(
                 Problem(
                     "FP609",
-                    f"dependency {entry!r} is not a valid requirement: {exc}",
+                    f"dependency {entry!r} is not a valid requirement: {str(exc).splitlines()[0]}",
                     "use pip syntax, e.g. 'requests>=2.31' or 'beautifulsoup4'",
                     ("dependencies", index),
                 )
@@ -291,7 +291,7 @@ def config_diagnostics(
 
 def check_deploy(result: LoadResult) -> Iterator[Diagnostic]:
     """Validation rule (``validate.RULES``): deploy block, scale-out settings, dependencies."""
-    from . import at
+    from ._common import at
 
     for task in result.all_tasks():
         for p in config_problems(task.config, is_root=task.path == ""):

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import pytest
 
 from prefect_folpipe.errors import Severity
@@ -13,6 +16,8 @@ from prefect_folpipe.validate.deploy_rules import (
     schedule_problems,
     timezone_problem,
 )
+
+FIXTURE = Path(__file__).parent.parent / "fixtures" / "deploy" / "report"
 
 CRON_CORPUS = [
     "0 3 * * *", "*/5 * * * *", "0-59/15 * * * *", "0 0 * JAN-MAR *", "0 0 * * mon",
@@ -104,3 +109,25 @@ def test_dask_address_needs_a_scheme() -> None:
     assert [d.code for d in config_diagnostics(config, is_root=True)] == ["FP608"]
     good = _config({"settings": {"task_runner": "dask", "dask_address": "tcp://10.0.0.5:8786"}})
     assert config_diagnostics(good, is_root=True) == []
+
+
+def test_folpipe_validate_reports_deploy_problems_with_lines(tmp_path: Path) -> None:
+    from prefect_folpipe.validate import validate_workflow
+
+    workflow = tmp_path / "report"
+    shutil.copytree(FIXTURE, workflow)
+    task_yaml = workflow / "task.yaml"
+    text = task_yaml.read_text().replace(
+        "audience: engineers", "audience: engineers\n    colour: red"
+    )
+    text = text.replace("- pyyaml>=6", "- 'pyyaml>=>6'")
+    text += "  schedule:\n    cron: '0 25 * * *'\n    timezone: Mars/Base\n"
+    task_yaml.write_text(text)
+    lines = text.splitlines()
+    found = {d.code: d for d in validate_workflow(workflow)}
+    assert set(found) == {"FP601", "FP603", "FP604", "FP609"}
+    assert lines[found["FP601"].line - 1].strip().startswith("cron:")
+    assert lines[found["FP603"].line - 1].strip().startswith("timezone:")
+    assert lines[found["FP604"].line - 1].strip().startswith("colour:")
+    assert "pyyaml>=>6" in lines[found["FP609"].line - 1]
+    assert all(d.file and d.file.endswith("task.yaml") and d.task == "" for d in found.values())
