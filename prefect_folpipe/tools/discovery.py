@@ -33,10 +33,12 @@ KINDS = ("python", "shell", "http", "mcp", "reference")
 TOOL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
 HTTP_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD")
 COMMON_KEYS = ("type", "scope", "timeout", "retries")
+HTTP_EXTRA_KEYS = ("env", "max_bytes", "follow_redirects")
+"""tools/http.py: the ${VAR} allow-list, the response size cap, redirect opt-in."""
 KIND_KEYS: dict[str, tuple[str, ...]] = {
     "python": ("function",),
     "shell": ("params",),
-    "http": ("method", "url", "headers", "params", "query", "body"),
+    "http": ("method", "url", "headers", "params", "query", "body", *HTTP_EXTRA_KEYS),
     "mcp": ("server", "tool", "params"),
     "reference": (),
 }
