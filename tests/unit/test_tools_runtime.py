@@ -426,3 +426,59 @@ def test_result_text_forms() -> None:
     assert result_text(M(a=1)) == '{"a": 1}'
     assert result_text(D(b="x")) == '{"b": "x"}'
     assert result_text({1, 2}) in ('"{1, 2}"', "{1, 2}")
+
+
+SLEEPER_MD = """
+## sleeper
+> type: shell
+> timeout: 0.5
+
+Sleep for a long time.
+
+```bash
+echo $$ > sleeper.pid
+sleep 60
+```
+"""
+
+
+def _gone(pid: int) -> bool:
+    import os
+
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(")")[-1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+async def _pid_file(folder: Path) -> int:
+    for _ in range(200):
+        text = (folder / "sleeper.pid").read_text() if (folder / "sleeper.pid").exists() else ""
+        if text.strip():
+            return int(text)
+        await asyncio.sleep(0.02)
+    raise AssertionError("the shell tool never started")
+
+
+async def test_cancelled_shell_tool_process_is_gone(tmp_path: Path) -> None:
+    (tmp_path / "tools.md").write_text(SLEEPER_MD.replace("> timeout: 0.5\n", ""))
+    box = toolbox_for(tmp_path)
+    pending = asyncio.ensure_future(call(box, "sleeper"))
+    pid = await _pid_file(tmp_path)
+    assert not _gone(pid)
+    pending.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await pending
+    assert _gone(pid)
+
+
+async def test_timed_out_shell_tool_process_is_gone(tmp_path: Path) -> None:
+    (tmp_path / "tools.md").write_text(SLEEPER_MD)
+    result = await call(toolbox_for(tmp_path), "sleeper")
+    assert result.content == "Error (FP233): tool 'sleeper' timed out after 0.5s"
+    assert _gone(int((tmp_path / "sleeper.pid").read_text()))
