@@ -255,7 +255,7 @@ class _MermaidWriter:
             self.lines.append(f'{pad}{node}["{label}"]')
             return
         summary = branch_summary(task)
-        label = title + (" · " + mermaid_text(summary) if summary else "")
+        label = title + ("<br/>" + mermaid_text(summary) if summary else "")
         self.lines.append(f'{pad}subgraph {node}["{label}"]')
         self.lines.append(f"{pad}    direction TB")
         entries = child_entries(task, enabled=enabled)
