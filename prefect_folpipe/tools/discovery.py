@@ -7,11 +7,12 @@ the workflow author's own and is loaded here to derive argument schemas from typ
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import inspect
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -82,12 +83,9 @@ def _diag(
     )
 
 
-def did_you_mean(name: str, candidates: object) -> str | None:
+def did_you_mean(name: str, candidates: Iterable[str]) -> str | None:
     """A "did you mean 'x'?" hint for a misspelt name, or None."""
-    import difflib
-
-    names = [str(c) for c in candidates]  # type: ignore[attr-defined]
-    close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+    close = difflib.get_close_matches(name, [str(c) for c in candidates], n=1, cutoff=0.6)
     return f"did you mean {close[0]!r}?" if close else None
 
 
@@ -230,12 +228,12 @@ def _metadata_value(key: str, value: str) -> Any:
             raise ValueError(f"must be 'shared' or 'local', not {value!r}")
         return value.lower()
     if key == "timeout":
-        number = _number(value, float)
+        number = _number(value, float, "number of seconds")
         if number <= 0:
             raise ValueError("must be a positive number of seconds")
         return number
     if key == "retries":
-        count = _number(value, int)
+        count = _number(value, int, "whole number")
         if count < 0:
             raise ValueError("must be 0 or more")
         return count
@@ -253,11 +251,11 @@ def _metadata_value(key: str, value: str) -> Any:
     return value
 
 
-def _number(value: str, kind: Callable[[str], Any]) -> Any:
+def _number(value: str, kind: Callable[[str], Any], what: str) -> Any:
     try:
         return kind(value)
     except ValueError:
-        raise ValueError(f"{value!r} is not a valid {kind.__name__}") from None  # type: ignore[attr-defined]
+        raise ValueError(f"{value!r} is not a {what}") from None
 
 
 def _structured(value: str) -> Any:
@@ -435,11 +433,11 @@ def _build_shell(
 ) -> ToolSpec | None:
     assert parsed.code is not None
     script = parsed.code.code
-    entries = _declared_params(parsed, metadata, file, owner, diagnostics)
-    if entries is None:
+    entries, ok = _declared_params(parsed, metadata, file, owner, diagnostics)
+    if not ok:
         return None
     parameters = (
-        markdown.params_schema(entries) if entries is not _INFER else infer_shell_params(script)
+        markdown.params_schema(entries) if entries is not None else infer_shell_params(script)
     )
     return _spec(
         section,
@@ -453,20 +451,18 @@ def _build_shell(
     )
 
 
-_INFER: list[markdown.ParamEntry] = []
-
-
 def _declared_params(
     parsed: markdown.ParsedSection,
     metadata: dict[str, Any],
     file: Path,
     owner: str,
     diagnostics: Diagnostics,
-) -> list[markdown.ParamEntry] | None:
-    """Parameters from ``> params:`` or a Parameters list; ``_INFER`` when neither is given."""
+) -> tuple[list[markdown.ParamEntry] | None, bool]:
+    """Parameters from ``> params:`` or a Parameters list (None when neither is given), and
+    whether they were read without errors."""
     raw = metadata.get("params")
     if raw is None:
-        return parsed.params if parsed.params is not None else _INFER
+        return parsed.params, True
     line = parsed.metadata["params"][1]
     items = raw if isinstance(raw, list) else markdown.split_param_list(str(raw))
     errors: list[tuple[str, int]] = []
@@ -478,7 +474,7 @@ def _declared_params(
     for message, number in errors:
         diagnostics.append(_diag("FP213", message, file, number, owner, _PARAM_HINT))
     metadata["params"] = [entry.name for entry in entries]
-    return None if errors else entries
+    return entries, not errors
 
 
 def infer_shell_params(script: str) -> dict[str, Any]:
@@ -532,10 +528,10 @@ def _build_http(
         )
         return None
     metadata.setdefault("method", "GET")
-    entries = _declared_params(parsed, metadata, file, owner, diagnostics)
-    if entries is None:
+    entries, ok = _declared_params(parsed, metadata, file, owner, diagnostics)
+    if not ok:
         return None
-    parameters = markdown.params_schema(entries) if entries is not _INFER else empty_schema()
+    parameters = markdown.params_schema(entries) if entries is not None else empty_schema()
     return _spec(
         section,
         parsed,
@@ -569,11 +565,11 @@ def _build_mcp(
         )
         return None
     metadata.setdefault("tool", section.name)
-    entries = _declared_params(parsed, metadata, file, owner, diagnostics)
-    if entries is None:
+    entries, ok = _declared_params(parsed, metadata, file, owner, diagnostics)
+    if not ok:
         return None
     parameters = (
-        markdown.params_schema(entries) if entries is not _INFER else empty_schema(additional=True)
+        markdown.params_schema(entries) if entries is not None else empty_schema(additional=True)
     )
     return _spec(
         section,
