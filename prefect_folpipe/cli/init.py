@@ -50,7 +50,8 @@ def template_files(template: str) -> dict[str, str]:
 
 def workflow_name(folder: Path) -> str:
     """A task name from a folder name (the numeric ``N_`` prefix removed, as discovery does)."""
-    return _NUMERIC_PREFIX.sub("", folder.name) or folder.name
+    name = folder.resolve().name
+    return _NUMERIC_PREFIX.sub("", name) or name
 
 
 def enclosing_workflow_root(folder: Path) -> Path | None:

@@ -128,6 +128,17 @@ def test_init_accepts_an_existing_empty_folder(tmp_path: Path) -> None:
     assert (tmp_path / "instructions.md").is_file()
 
 
+def test_init_dot_names_the_workflow_after_the_current_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = tmp_path / "20_daily_report"
+    target.mkdir()
+    monkeypatch.chdir(target)
+    result = _init(".", "--template", "loop")
+    assert result.exit_code == 0, result.output
+    assert yaml.safe_load(Path("task.yaml").read_text(encoding="utf-8"))["name"] == "daily_report"
+
+
 def test_init_inside_subtasks_adds_a_task_to_the_workflow(tmp_path: Path) -> None:
     scaffold(tmp_path / "wf", "pipeline")
     target = tmp_path / "wf" / "subtasks" / "40_publish"
