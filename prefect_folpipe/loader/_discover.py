@@ -1,4 +1,17 @@
-"""Folder walk (spec §2.5, §2.7): task identity, children, ordering, names and paths."""
+r"""Folder walk (spec §2.5, §2.7): task identity, children, ordering, names and paths.
+
+* A folder is a task when it holds ``instructions.md``, ``task.yaml``, ``SKILL.md`` (front-matter
+  = task.yaml fields, body = instructions) or ``subtasks/``. Under ``subtasks/`` other folders
+  are ignored with a warning (FP113); hidden folders and ``__pycache__`` silently.
+* Name: ``task.yaml: name``, else the folder name without a ``^\d+_`` prefix. Path: names from
+  the root's child down joined by ``/`` (root ``""``). Sibling names must be unique (FP110),
+  enabled or not.
+* Order: ``(priority, folder name)``; priority is ``task.yaml: priority``, else the folder's
+  numeric prefix, else 50. ``subtasks.order`` (task names or folder names) replaces that order:
+  the children are exactly the listed ones, in that order; unlisted folders are left out with
+  warning FP114. ``enabled: false`` children go to ``disabled_children`` (still loaded and
+  validated).
+"""
 
 from __future__ import annotations
 

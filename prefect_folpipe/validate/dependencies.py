@@ -46,8 +46,8 @@ def _check_group(result: LoadResult, parent: Task, group: tuple[Task, ...]) -> I
                 "depends_on applies only when the parent runs its "
                 f"subtasks as a graph (it runs them {parent.execution_type})",
                 ("depends_on",),
-                f"set `subtasks: {{execution_type: graph}}` in "
-                f"{parent.rel_dir or 'the root'}/task.yaml",
+                "set `subtasks: {execution_type: graph}` in "
+                + (f"{parent.rel_dir}/task.yaml" if parent.rel_dir else "the root task.yaml"),
             )
             continue
         for index, name in enumerate(child.config.depends_on):
@@ -65,18 +65,21 @@ def _check_group(result: LoadResult, parent: Task, group: tuple[Task, ...]) -> I
                     Severity.WARNING,
                 )
             elif name not in enabled:
-                close = suggest(name, sorted(enabled | disabled))
-                yield at(
-                    result,
-                    child,
-                    "FP140",
-                    f"depends_on names unknown sibling {name!r}",
-                    loc,
-                    f"did you mean {close!r}?"
-                    if close
-                    else f"siblings: {', '.join(sorted(enabled)) or 'none'}",
-                )
+                yield _unknown(result, child, group, name, loc)
     yield from _cycles(result, parent, edges)
+
+
+def _unknown(
+    result: LoadResult, child: Task, group: tuple[Task, ...], name: str, loc: tuple[str, int]
+) -> Diagnostic:
+    by_folder = {sibling.folder.name: sibling.name for sibling in group}
+    if name in by_folder:
+        hint = f"refer to the sibling by its name {by_folder[name]!r}, not its folder name"
+    else:
+        close = suggest(name, sorted(sibling.name for sibling in group))
+        names = ", ".join(sorted(s.name for s in group if s is not child)) or "none"
+        hint = f"did you mean {close!r}?" if close else f"siblings: {names}"
+    return at(result, child, "FP140", f"depends_on names unknown sibling {name!r}", loc, hint)
 
 
 def _cycles(result: LoadResult, parent: Task, edges: list[tuple[str, str]]) -> Iterator[Diagnostic]:

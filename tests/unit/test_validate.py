@@ -468,3 +468,17 @@ def test_tool_diagnostics_get_files_and_lines() -> None:
 
 def test_tools_tree_is_valid() -> None:
     assert validate_workflow(WORKFLOWS / "tools_tree") == []
+
+
+def test_depends_on_by_folder_name_hints_the_task_name(tmp_path: Path) -> None:
+    diag = only(
+        tmp_path,
+        {
+            "task.yaml": "subtasks: {execution_type: graph}\n",
+            "subtasks/10_fetch/instructions.md": "f",
+            "subtasks/20_merge/task.yaml": "depends_on: [10_fetch]\n",
+            "subtasks/20_merge/instructions.md": "m",
+        },
+    )
+    assert (diag.code, diag.file, diag.line) == ("FP140", "subtasks/20_merge/task.yaml", 1)
+    assert diag.hint == "refer to the sibling by its name 'fetch', not its folder name"
