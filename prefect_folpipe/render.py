@@ -38,8 +38,9 @@ def is_branch(task: Task) -> bool:
 
 
 def execution_label(task: Task) -> str | None:
-    """The execution type of a branch (``None`` for a leaf: it runs no children)."""
-    return task.execution_type if is_branch(task) else None
+    """The execution type of a branch (``None`` for a leaf, including a task whose children
+    are all disabled: it runs none, so it runs as a leaf)."""
+    return task.execution_type if task.children else None
 
 
 # --------------------------------------------------------------------------- tree (JSON)

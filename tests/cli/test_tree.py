@@ -197,3 +197,11 @@ def test_explain_a_tool_declared_outside_the_lineage() -> None:
     assert tool_declarations(workflow) == {"solo": ["other"]}
     rows = {row.task.path: row for row in explain_tool(workflow, "solo")}
     assert rows["a/leaf"].reason == "declared only by other, not an ancestor"
+
+
+def test_a_task_whose_children_are_all_disabled_runs_as_a_leaf() -> None:
+    off = make_task("off", "p/off", config={"enabled": False})
+    parent = make_task("p", "p", disabled=[off], config={"subtasks": {"execution_type": "loop"}})
+    node = task_to_dict(make_task("r", "", children=[parent]))["children"][0]
+    assert (node["kind"], node["execution_type"]) == ("leaf", None)
+    assert [child["enabled"] for child in node["children"]] == [False]
