@@ -33,7 +33,7 @@ from .schema import ToolDefinitionError, empty_schema
 KINDS = ("python", "shell", "http", "mcp", "reference")
 TOOL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
 HTTP_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD")
-COMMON_KEYS = ("type", "scope", "timeout", "retries")
+COMMON_KEYS = ("type", "scope", "timeout", "retries", "env")
 HTTP_EXTRA_KEYS = ("env", "max_bytes", "follow_redirects")
 """tools/http.py: the ${VAR} allow-list, the response size cap, redirect opt-in."""
 KIND_KEYS: dict[str, tuple[str, ...]] = {

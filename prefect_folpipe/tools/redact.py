@@ -11,7 +11,8 @@
   alone.
 * :func:`redact_secrets` masks the *values* of secret-looking environment variables
   (``*_API_KEY``, ``*_TOKEN``, ``*_SECRET``, ``*SECRET*``, ``*PASSWORD*``; values shorter than
-  6 characters are ignored) wherever they appear.
+  6 characters are ignored), and of any variable a tool declares it reads (``> env: [...]``),
+  wherever they appear.
 * :func:`redact` does both; ``allow_sensitive_files`` (``security.allow_sensitive_files``)
   turns off the file-name part only. Secret values are always masked.
 """
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 REDACTED = "[REDACTED]"
 MIN_SECRET_LENGTH = 6
@@ -54,17 +55,25 @@ def secret_values(env: Mapping[str, str] | None = None) -> list[str]:
     return sorted(values, key=len, reverse=True)
 
 
-def redact_secrets(text: str, env: Mapping[str, str] | None = None) -> str:
-    """``text`` with the values of secret-looking environment variables masked."""
-    for value in secret_values(env):
+def redact_secrets(
+    text: str, env: Mapping[str, str] | None = None, *, extra: Iterable[str] = ()
+) -> str:
+    """``text`` with the values of secret-looking environment variables (and of ``extra``,
+    e.g. the variables an http tool was allowed to read) masked."""
+    values = {*secret_values(env), *(v for v in extra if v and len(v) >= MIN_SECRET_LENGTH)}
+    for value in sorted(values, key=len, reverse=True):
         if value in text:
             text = text.replace(value, REDACTED)
     return text
 
 
 def redact(
-    text: str, *, allow_sensitive_files: bool = False, env: Mapping[str, str] | None = None
+    text: str,
+    *,
+    allow_sensitive_files: bool = False,
+    env: Mapping[str, str] | None = None,
+    extra: Iterable[str] = (),
 ) -> str:
     """Everything a tool result goes through before the model sees it."""
-    text = redact_secrets(text, env)
+    text = redact_secrets(text, env, extra=extra)
     return text if allow_sensitive_files else redact_filenames(text)

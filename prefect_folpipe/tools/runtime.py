@@ -213,7 +213,7 @@ class Toolbox:
         """Run one tool call and answer it; tool problems become ``is_error`` results."""
         started = time.perf_counter()
         outcome = await self._dispatch(call)
-        content = self._finish(outcome.text())
+        content = self._finish(outcome.text(), self.tools.get(call.name))
         duration = time.perf_counter() - started
         record = ToolCallRecord(
             call_id=call.id,
@@ -337,16 +337,31 @@ class Toolbox:
             message = f"{name} failed: {type(exc).__name__}: {exc}"
             return _error("FP232", message, attempt), is_retryable(exc)
 
-    def _finish(self, content: str) -> str:
+    def _finish(self, content: str, spec: ToolSpec | None) -> str:
         """Redact (secret values always, file names unless allowed), then cap the length."""
         settings = self.task.settings
-        text = redact(content, allow_sensitive_files=settings.allow_sensitive_files, env=os.environ)
+        text = redact(
+            content,
+            allow_sensitive_files=settings.allow_sensitive_files,
+            env=os.environ,
+            extra=_declared_env_values(spec),
+        )
         limit = settings.tool_result_max_chars
         if len(text) > limit:
             text = text[:limit] + TRUNCATION_MARKER.format(
                 dropped=len(text) - limit, total=len(text)
             )
         return text
+
+
+def _declared_env_values(spec: ToolSpec | None) -> list[str]:
+    """Values of the environment variables a tool declares it reads (``> env: [...]``)."""
+    names = spec.metadata.get("env") if spec is not None else None
+    if isinstance(names, str):
+        names = [part.strip() for part in names.split(",")]
+    if not isinstance(names, list | tuple):
+        return []
+    return [os.environ[name] for name in names if isinstance(name, str) and name in os.environ]
 
 
 def _plain(arguments: Any) -> dict[str, Any]:

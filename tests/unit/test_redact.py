@@ -87,3 +87,10 @@ def test_redact_combines_and_honours_the_opt_out() -> None:
 def test_redact_defaults_to_the_process_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SOME_SERVICE_TOKEN", "tok-live-987654")
     assert redact("token tok-live-987654") == f"token {REDACTED}"
+
+
+def test_extra_values_are_masked() -> None:
+    text = "value plain-key-987 and short abc"
+    assert redact_secrets(text, {}, extra=["plain-key-987", "abc"]) == (
+        f"value {REDACTED} and short abc"
+    )

@@ -482,3 +482,15 @@ async def test_timed_out_shell_tool_process_is_gone(tmp_path: Path) -> None:
     result = await call(toolbox_for(tmp_path), "sleeper")
     assert result.content == "Error (FP233): tool 'sleeper' timed out after 0.5s"
     assert _gone(int((tmp_path / "sleeper.pid").read_text()))
+
+
+async def test_values_of_declared_env_vars_are_redacted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SERVICE_KEY", "plain-named-secret-42")  # not a secret-looking name
+    (tmp_path / "tools.md").write_text(
+        "## leak\n> env: [SERVICE_KEY]\n\n```python\nimport os\n\n"
+        "def leak() -> str:\n    return 'got ' + os.environ['SERVICE_KEY']\n```\n"
+    )
+    result = await call(toolbox_for(tmp_path), "leak")
+    assert result.content == "got [REDACTED]"
