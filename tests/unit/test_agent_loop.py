@@ -183,3 +183,14 @@ async def test_the_real_budget_ledger_plugs_in(tmp_path: Path) -> None:
     )
     convo = await converse(pass_)
     assert ledger.task_totals("t").total_tokens == convo.usage.total_tokens > 0
+
+
+async def test_agent_errors_pickle_with_their_attempts_and_stats(tmp_path: Path) -> None:
+    import pickle
+
+    with pytest.raises(OutputValidationError) as info:
+        await converse(agent(tmp_path, {"default": "no json"}, config={"output": ["a"]}))
+    copy = pickle.loads(pickle.dumps(info.value))
+    assert copy.attempts == info.value.attempts and len(copy.attempts) == 3
+    assert copy.stats == info.value.stats and str(copy) == str(info.value)
+    assert copy.code == "FP312"
