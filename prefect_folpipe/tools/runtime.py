@@ -65,7 +65,11 @@ async def run_shell_tool(spec: ToolSpec, arguments: Mapping[str, Any], ctx: Tool
     """Run a shell tool in the sandbox; a non-zero exit raises ShellToolFailed with output."""
     env = sandbox_env(arguments)
     result = await run_script(
-        spec.code or "", cwd=ctx.task_dir, env=env, max_output=MAX_SHELL_OUTPUT
+        spec.code or "",
+        cwd=ctx.task_dir,
+        env=env,
+        max_output=MAX_SHELL_OUTPUT,
+        stdin=json.dumps(dict(arguments), ensure_ascii=False).encode(),
     )
     if result.returncode != 0:
         raise ShellToolFailed(

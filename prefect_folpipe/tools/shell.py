@@ -13,6 +13,7 @@
   is missing) in a new session, so on a timeout **or a cancellation** (a Prefect task timeout
   cancels the coroutine) the whole process group gets SIGTERM, then SIGKILL, and is reaped
   before ``CancelledError`` propagates.
+* Shell tools also get their arguments as a JSON object on stdin (for ``jq`` and friends).
 * stdout and stderr are captured together, up to ``max_output`` bytes.
 """
 
@@ -139,18 +140,20 @@ async def run_script(
     env: Mapping[str, str],
     timeout: float | None = None,
     max_output: int = DEFAULT_MAX_OUTPUT,
+    stdin: bytes | None = None,
     on_start: Any = None,
 ) -> ShellResult:
     """Run ``script`` in a new session; kill its process group on timeout or cancellation.
 
-    Raises ShellToolFailed on timeout (with the output so far). ``on_start(pid)`` is called
-    once the process exists (tests use it to watch the process).
+    ``stdin`` is written to the script's standard input (empty when None). Raises
+    ShellToolFailed on timeout (with the output so far). ``on_start(pid)`` is called once the
+    process exists (tests use it to watch the process).
     """
     process = await asyncio.create_subprocess_exec(
         *_shell_argv(script, env),
         cwd=str(cwd),
         env=dict(env),
-        stdin=asyncio.subprocess.DEVNULL,
+        stdin=asyncio.subprocess.DEVNULL if stdin is None else asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
         start_new_session=os.name == "posix",
@@ -159,10 +162,12 @@ async def run_script(
         on_start(process.pid)
     chunks: list[bytes] = []
     reader = asyncio.ensure_future(_read_capped(process, chunks, max_output))
+    feeder = asyncio.ensure_future(_feed(process, stdin))
     try:
         async with asyncio.timeout(timeout):
             truncated = await reader
             returncode = await process.wait()
+            await feeder
     except TimeoutError:
         await _kill_group(process)
         output = _decode(chunks)
@@ -171,10 +176,24 @@ async def run_script(
         ) from None
     except BaseException:
         reader.cancel()
+        feeder.cancel()
         await _kill_group(process)
         raise
     await _kill_group(process, stragglers_only=True)
     return ShellResult(_decode(chunks), returncode, truncated, process.pid)
+
+
+async def _feed(process: asyncio.subprocess.Process, data: bytes | None) -> None:
+    """Write ``data`` to the script's stdin and close it (a script may not read it at all)."""
+    if data is None or process.stdin is None:
+        return
+    try:
+        process.stdin.write(data)
+        await process.stdin.drain()
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+    finally:
+        process.stdin.close()
 
 
 async def _read_capped(process: asyncio.subprocess.Process, chunks: list[bytes], cap: int) -> bool:

@@ -175,3 +175,13 @@ async def test_background_stragglers_are_cleaned_up_after_a_normal_exit(tmp_path
     )
     assert result.output == "done\n"
     assert await wait_gone(int((tmp_path / "bg.pid").read_text()))
+
+
+async def test_stdin_is_fed_and_may_be_ignored(tmp_path: Path) -> None:
+    read = await run_script("cat", cwd=tmp_path, env=sandbox_env(), stdin=b'{"a": 1}')
+    assert read.output == '{"a": 1}'
+    big = b"x" * 500_000  # larger than a pipe buffer, never read
+    ignored = await run_script("echo skipped", cwd=tmp_path, env=sandbox_env(), stdin=big)
+    assert ignored.output == "skipped\n"
+    empty = await run_script("cat; echo end", cwd=tmp_path, env=sandbox_env())
+    assert empty.output == "end\n"

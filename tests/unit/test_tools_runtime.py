@@ -494,3 +494,11 @@ async def test_values_of_declared_env_vars_are_redacted(
     )
     result = await call(toolbox_for(tmp_path), "leak")
     assert result.content == "got [REDACTED]"
+
+
+async def test_shell_tool_reads_arguments_as_json_on_stdin(tmp_path: Path) -> None:
+    (tmp_path / "tools.md").write_text(
+        "## stdin_echo\n> type: shell\n> params: words (str), n (int)\n\n```bash\ncat\n```\n"
+    )
+    result = await call(toolbox_for(tmp_path), "stdin_echo", words="hi there", n=2)
+    assert result.content == '{"words": "hi there", "n": 2}'
