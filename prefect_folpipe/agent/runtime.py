@@ -123,6 +123,10 @@ async def _agent_pass(
     user_message = json.dumps(view, indent=2, ensure_ascii=False, default=str)
     toolbox = _make_toolbox(task, workflow, working, logger) if task.tools else None
     try:
+        if toolbox is not None and any(spec.kind == "mcp" for spec in task.tools):
+            from ..tools.mcp import prepare_toolbox  # schemas from the MCP servers
+
+            await prepare_toolbox(toolbox)
         prompt = system_prompt_of(task, toolbox.reference_text() if toolbox else "")
         convo = await converse(
             AgentPass(

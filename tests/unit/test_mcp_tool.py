@@ -146,3 +146,41 @@ async def test_server_without_command_or_url(tmp_path: Path, entry: McpServer) -
         assert result.is_error and "neither `command` nor `url`" in result.content
     finally:
         await box.aclose()
+
+
+class _Recorder:
+    """A provider that calls ``add`` once, then answers; keeps every request it saw."""
+
+    name = "recorder"
+    supports_tools = True
+
+    def __init__(self) -> None:
+        self.requests: list = []
+
+    async def complete(self, request):  # type: ignore[no-untyped-def]
+        from prefect_folpipe.providers.base import ModelResponse
+
+        self.requests.append(request)
+        if len(self.requests) == 1:
+            return ModelResponse(tool_calls=(ToolCall("c1", "add", {"a": 20, "b": 22}),))
+        return ModelResponse(text="the sum is 42")
+
+    async def aclose(self) -> None:
+        return None
+
+
+async def test_agent_sends_server_schemas_and_gets_results(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from prefect_folpipe.agent import run_task
+
+    box = toolbox(tmp_path, {"test": server()})
+    task = replace(box.task, instructions="Add numbers.", system_prompt="Add numbers.")
+    workflow = replace(box.workflow, root=replace(box.workflow.root, children=(task,)))
+    provider = _Recorder()
+    outcome = await run_task(task, workflow, {}, provider=provider)
+    tools = {t.name: t for t in provider.requests[0].tools}
+    assert tools["add"].parameters["required"] == ["a", "b"]
+    results = provider.requests[1].messages[-1].results
+    assert json.loads(results[0].content) == {"result": 42}
+    assert outcome.delta
