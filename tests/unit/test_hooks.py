@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from prefect_folpipe.errors import HookError
+from prefect_folpipe.errors import HookError, Severity
 from prefect_folpipe.spec.config import TaskConfig
 from prefect_folpipe.spec.tree import EffectiveSettings, Task, Workflow
-from prefect_folpipe.tools.hooks import discover_hooks, run_hook
+from prefect_folpipe.tools.hooks import check_hooks, discover_hooks, run_hook
 
 
 def test_discover_hooks_py_and_sh(tmp_path: Path) -> None:
@@ -234,3 +234,46 @@ async def test_unsupported_hook_file(tmp_path: Path) -> None:
         await run_hook(
             "pre_run", hook, context={}, task=make_task(tmp_path), workflow=None, logger=None
         )
+
+
+# --------------------------------------------------------------------------- static checks
+
+
+def test_check_hooks_finds_author_mistakes(tmp_path: Path) -> None:
+    write_hook(tmp_path, "pre_run.py", "def run(ctx, task):\n    return (\n")
+    write_hook(tmp_path, "pre_run.sh", "echo hi\n")
+    write_hook(tmp_path, "post_run.py", "VALUE = 1\n")
+    write_hook(tmp_path, "post-run.sh", "echo typo\n")
+    write_hook(tmp_path, "_helpers.py", "X = 1\n")
+    found = [
+        (d.code, Path(d.file or "").name, d.line, d.severity)
+        for d in check_hooks(tmp_path, owner="t")
+    ]
+    assert found == [
+        ("FP226", "pre_run.sh", None, Severity.WARNING),
+        ("FP227", "post-run.sh", None, Severity.WARNING),
+        ("FP228", "post_run.py", None, Severity.ERROR),
+        ("FP225", "pre_run.py", 2, Severity.ERROR),
+    ]
+    typo = next(d for d in check_hooks(tmp_path, owner="t") if d.code == "FP227")
+    assert "post_run.sh" in (typo.hint or "")
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "def run(ctx, task):\n    pass\n",
+        "async def run(ctx, task):\n    pass\n",
+        "from prefect_folpipe import Hook\n\nclass H(Hook):\n    def run(self, ctx, task):\n"
+        "        pass\n",
+        "from shared_hooks import run\n",
+        "run = print\n",
+    ],
+)
+def test_check_hooks_accepts_valid_hooks(tmp_path: Path, source: str) -> None:
+    write_hook(tmp_path, "pre_run.py", source)
+    assert check_hooks(tmp_path, owner="t") == []
+
+
+def test_check_hooks_without_hooks_folder(tmp_path: Path) -> None:
+    assert check_hooks(tmp_path, owner="t") == []
