@@ -102,7 +102,7 @@ def parse_tools_md(path: str | Path, *, owner: str) -> tuple[list[ToolSpec], Dia
     """Parse a tools.md file into ToolSpecs; every problem becomes a diagnostic."""
     file = Path(path)
     try:
-        text = file.read_text(encoding="utf-8")
+        text = file.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         return [], [_diag("FP217", f"cannot read tools.md: {exc}", file, None, owner)]
     tools: list[ToolSpec] = []

@@ -574,3 +574,15 @@ def test_duplicate_tool_names_across_modules(tmp_path: Path) -> None:
 
 def test_no_tools_at_all(tmp_path: Path) -> None:
     assert discover_tools(tmp_path, owner="") == ([], [])
+
+
+def test_bom_and_crlf_line_endings(tmp_path: Path) -> None:
+    path = tmp_path / "tools.md"
+    path.write_bytes(
+        "\ufeff## first\r\n> type: reference\r\n\r\nOne.\r\n\r\n## second\r\n> type: shell\r\n"
+        "\r\n```bash\r\necho two\r\n```\r\n".encode()
+    )
+    tools, diagnostics = parse_tools_md(path, owner="")
+    assert diagnostics == []
+    assert [(t.name, t.line) for t in tools] == [("first", 1), ("second", 6)]
+    assert tools[1].code == "echo two\n"
