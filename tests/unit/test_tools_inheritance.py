@@ -294,3 +294,34 @@ def test_block_tools_naming_an_inherited_tool_is_known() -> None:
     lineage = [("", cfg(), (spec("admin_api"),)), ("m", cfg(block_tools=["admin_api"]), ())]
     _, diagnostics = resolve(lineage)
     assert diagnostics == []
+
+
+def test_fixture_tree_through_the_loader() -> None:
+    from pathlib import Path
+
+    from prefect_folpipe.loader import load_workflow
+
+    workflow = load_workflow(Path(__file__).parent.parent / "fixtures" / "tools" / "inheritance")
+    seen = {
+        task.path: [(t.name, t.origin, t.owner) for t in task.tools] for task in workflow.tasks()
+    }
+    assert seen[""] == [
+        ("admin_api", "own", ""),
+        ("search_api", "own", ""),
+        ("root_only", "own", ""),
+    ]
+    assert seen["manager"] == [
+        ("manage", "own", "manager"),
+        ("delegate", "own", "manager"),
+        ("admin_api", "inherited", ""),
+        ("search_api", "inherited", ""),
+    ]
+    assert seen["manager/worker"] == [
+        ("format_results", "shared", "<shared>"),
+        ("delegate", "inherited", "manager"),
+        ("search_api", "inherited", ""),
+    ]
+    assert seen["picky"] == [("search_api", "inherited", "")]
+    (warning,) = workflow.warnings
+    assert (warning.code, warning.line) == ("FP221", 1)
+    assert warning.file and warning.file.endswith("task.yaml")
