@@ -18,6 +18,10 @@ KEY_ENV = "FOLPIPE_TEST_API_KEY"
 PROVIDER_KINDS = ("anthropic", "openai", "ollama")
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "live: talks to a real model API (needs FOLPIPE_LIVE_*)")
+
+
 @pytest.fixture(scope="module")
 def local_server() -> Iterator[HTTPServer]:
     server = HTTPServer(host="127.0.0.1", port=0, threaded=True)
