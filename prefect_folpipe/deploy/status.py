@@ -1,0 +1,267 @@
+"""``folpipe status``: recent runs of a workflow, read back from the Prefect API.
+
+A workflow's runs are the top-level flow runs of its own flow (named after the workflow, from
+``folder_to_flow`` or its ``flow.py``), the generic ``folpipe-run`` flow runs whose ``path``
+parameter is the folder, and any top-level run tagged ``workflow:<name>`` (deployment tags).
+Task counts cover the run and all its subflow runs; subflow placeholder task runs are not
+counted. Works against the ephemeral history (``$PREFECT_HOME``) as well as a server.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+from ..spec.tree import Workflow
+from .project import GENERIC_FLOW_NAME
+
+PAGE = 200
+MAX_DEPTH = 32
+
+
+@dataclass
+class TaskCounts:
+    """Task runs of one workflow run, by outcome."""
+
+    total: int = 0
+    completed: int = 0
+    cached: int = 0
+    failed: int = 0
+    running: int = 0
+    other: int = 0
+
+
+@dataclass
+class RunSummary:
+    """One workflow run as ``folpipe status`` shows it."""
+
+    flow_run_id: str
+    name: str
+    flow_name: str
+    state: str
+    state_type: str
+    start_time: str | None
+    end_time: str | None
+    duration_s: float | None
+    deployment_id: str | None
+    parameters: dict[str, Any]
+    tags: list[str]
+    tasks: TaskCounts = field(default_factory=TaskCounts)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def workflow_flow_name(workflow: Workflow) -> str:
+    """The name of the workflow's own flow, as ``folder_to_flow`` names it."""
+    from ..compile.build import flow_name
+
+    return flow_name(workflow.name)
+
+
+def _same_folder(parameters: dict[str, Any], root: Path) -> bool:
+    value = parameters.get("path")
+    if not isinstance(value, str):
+        return False
+    try:
+        return Path(value).expanduser().resolve() == root.resolve()
+    except OSError:
+        return False
+
+
+async def _top_level_runs(client: Any, workflow: Workflow, limit: int) -> list[Any]:
+    from prefect.client.schemas.filters import (
+        FlowFilter,
+        FlowFilterName,
+        FlowRunFilter,
+        FlowRunFilterParentTaskRunId,
+        FlowRunFilterState,
+        FlowRunFilterStateType,
+        FlowRunFilterTags,
+    )
+    from prefect.client.schemas.objects import StateType
+    from prefect.client.schemas.sorting import FlowRunSort
+
+    own_name = workflow_flow_name(workflow)
+    started = FlowRunFilterState(type=FlowRunFilterStateType(not_any_=[StateType.SCHEDULED]))
+    top = FlowRunFilterParentTaskRunId(is_null_=True)
+    by_flow = await client.read_flow_runs(
+        flow_filter=FlowFilter(name=FlowFilterName(any_=[own_name, GENERIC_FLOW_NAME])),
+        flow_run_filter=FlowRunFilter(parent_task_run_id=top, state=started),
+        sort=FlowRunSort.EXPECTED_START_TIME_DESC,
+        limit=limit * 4,
+    )
+    by_tag = await client.read_flow_runs(
+        flow_run_filter=FlowRunFilter(
+            parent_task_run_id=top,
+            state=started,
+            tags=FlowRunFilterTags(all_=[f"workflow:{workflow.name}"]),
+        ),
+        sort=FlowRunSort.EXPECTED_START_TIME_DESC,
+        limit=limit,
+    )
+    flow_names = await _flow_names(client, {run.flow_id for run in [*by_flow, *by_tag]})
+    where = _Whereabouts(workflow.root_dir.resolve(), recorded_run_ids(workflow.root_dir))
+    runs: dict[UUID, Any] = {}
+    for run in [*by_flow, *by_tag]:
+        if run.id not in runs and await where.belongs(client, run, flow_names.get(run.flow_id)):
+            runs[run.id] = run
+    ordered = sorted(runs.values(), key=lambda r: r.expected_start_time or r.created, reverse=True)
+    return ordered[:limit]
+
+
+def recorded_run_ids(root: Path) -> set[str]:
+    """Flow-run ids of the run records the folder keeps under ``.folpipe/runs/``."""
+    from ..compile.runs import list_runs
+
+    return {str(record.get("flow_run_id")) for record in list_runs(root)}
+
+
+def deployment_directory(deployment: Any) -> Path | None:
+    """The folder a deployment runs in (its ``set_working_directory`` pull step, or path)."""
+    for step in deployment.pull_steps or []:
+        for name, arguments in step.items():
+            if name.endswith("set_working_directory") and isinstance(arguments, dict):
+                return Path(str(arguments.get("directory", ""))).expanduser()
+    return Path(deployment.path).expanduser() if deployment.path else None
+
+
+class _Whereabouts:
+    """Decides whether a flow run ran this folder (other folders may share its name)."""
+
+    def __init__(self, root: Path, recorded: set[str]) -> None:
+        self.root = root
+        self.recorded = recorded
+        self._deployments: dict[UUID, Path | None] = {}
+
+    async def belongs(self, client: Any, run: Any, flow_name: str | None) -> bool:
+        if flow_name == GENERIC_FLOW_NAME:
+            return _same_folder(run.parameters, self.root)
+        if str(run.id) in self.recorded:
+            return True
+        if run.deployment_id is None:
+            return True  # an ad-hoc run not recorded (yet): it carries this workflow's name
+        if run.deployment_id not in self._deployments:
+            deployment = await client.read_deployment(run.deployment_id)
+            self._deployments[run.deployment_id] = deployment_directory(deployment)
+        directory = self._deployments[run.deployment_id]
+        return directory is not None and _resolved(directory) == self.root
+
+
+def _resolved(path: Path) -> Path:
+    try:
+        return path.resolve()
+    except OSError:
+        return path
+
+
+async def _flow_names(client: Any, flow_ids: set[UUID]) -> dict[UUID, str]:
+    from prefect.client.schemas.filters import FlowFilter, FlowFilterId
+
+    if not flow_ids:
+        return {}
+    flows = await client.read_flows(flow_filter=FlowFilter(id=FlowFilterId(any_=list(flow_ids))))
+    return {flow.id: flow.name for flow in flows}
+
+
+async def _descendant_runs(client: Any, root_id: UUID) -> list[Any]:
+    """Every subflow run below ``root_id`` (breadth first)."""
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterParentFlowRunId
+
+    found: list[Any] = []
+    frontier = [root_id]
+    for _ in range(MAX_DEPTH):
+        if not frontier:
+            break
+        children = await client.read_flow_runs(
+            flow_run_filter=FlowRunFilter(
+                parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=frontier)
+            ),
+            limit=PAGE,
+        )
+        found.extend(children)
+        frontier = [child.id for child in children]
+    return found
+
+
+async def _task_runs(client: Any, flow_run_ids: list[UUID]) -> list[Any]:
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+
+    collected: list[Any] = []
+    offset = 0
+    while True:
+        page = await client.read_task_runs(
+            flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=flow_run_ids)),
+            limit=PAGE,
+            offset=offset,
+        )
+        collected.extend(page)
+        if len(page) < PAGE:
+            return collected
+        offset += PAGE
+
+
+def count_tasks(task_runs: list[Any], placeholders: set[UUID]) -> TaskCounts:
+    """Count task runs by outcome, leaving out subflow placeholders."""
+    counts = TaskCounts()
+    for run in task_runs:
+        if run.id in placeholders or run.state is None:
+            continue
+        counts.total += 1
+        kind = run.state.type.value
+        if run.state.name == "Cached":
+            counts.cached += 1
+        elif kind == "COMPLETED":
+            counts.completed += 1
+        elif kind in ("FAILED", "CRASHED"):
+            counts.failed += 1
+        elif kind == "RUNNING":
+            counts.running += 1
+        else:
+            counts.other += 1
+    return counts
+
+
+def _duration(run: Any) -> float | None:
+    if run.start_time and run.end_time:
+        return round((run.end_time - run.start_time).total_seconds(), 3)
+    if run.total_run_time:
+        return round(run.total_run_time.total_seconds(), 3)
+    return None
+
+
+def _iso(value: Any) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+async def _summarise(client: Any, run: Any, flow_name: str) -> RunSummary:
+    children = await _descendant_runs(client, run.id)
+    placeholders = {c.parent_task_run_id for c in children if c.parent_task_run_id}
+    task_runs = await _task_runs(client, [run.id, *(c.id for c in children)])
+    state = run.state
+    return RunSummary(
+        flow_run_id=str(run.id),
+        name=run.name,
+        flow_name=flow_name,
+        state=state.name if state else "Unknown",
+        state_type=state.type.value if state else "UNKNOWN",
+        start_time=_iso(run.start_time),
+        end_time=_iso(run.end_time),
+        duration_s=_duration(run),
+        deployment_id=str(run.deployment_id) if run.deployment_id else None,
+        parameters=dict(run.parameters),
+        tags=list(run.tags),
+        tasks=count_tasks(task_runs, placeholders),
+    )
+
+
+async def recent_runs(workflow: Workflow, *, limit: int = 10) -> list[RunSummary]:
+    """The workflow's most recent runs (newest first) with task counts."""
+    from prefect.client.orchestration import get_client
+
+    async with get_client() as client:
+        runs = await _top_level_runs(client, workflow, limit)
+        names = await _flow_names(client, {run.flow_id for run in runs})
+        return [await _summarise(client, run, names.get(run.flow_id, "")) for run in runs]

@@ -1,0 +1,146 @@
+"""A real ``prefect server start`` process for deployment tests, and the processes around it.
+
+One server per test session (SQLite in a temporary PREFECT_HOME, analytics off, a free port on
+127.0.0.1). Every process started through :meth:`PrefectServer.spawn` (workers, ``serve``)
+runs in its own process group and is stopped by PID when the session ends, also on failure;
+the server itself is stopped last.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+STARTUP_TIMEOUT_S = 120.0
+PREFECT = str(Path(sys.executable).parent / "prefect")
+FOLPIPE = str(Path(sys.executable).parent / "folpipe")
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 nobody listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def stop_process_group(process: subprocess.Popen[bytes], *, grace_s: float = 10.0) -> None:
+    """SIGTERM the process group of ``process``, then SIGKILL it if it lingers."""
+    if process.poll() is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=grace_s)
+
+
+@dataclass
+class PrefectServer:
+    """A running server: its API URL, home, an env for subprocesses, and spawned processes."""
+
+    url: str
+    home: Path
+    env: dict[str, str]
+    process: subprocess.Popen[bytes]
+    children: list[subprocess.Popen[bytes]] = field(default_factory=list)
+
+    def run(
+        self, args: Sequence[str], *, cwd: Path | None = None, timeout: float = 180.0
+    ) -> subprocess.CompletedProcess[str]:
+        """Run a command to completion against this server (never raises on exit status)."""
+        return subprocess.run(
+            list(args),
+            cwd=cwd,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+            start_new_session=True,
+        )
+
+    def spawn(
+        self, args: Sequence[str], *, log: Path, cwd: Path | None = None
+    ) -> subprocess.Popen[bytes]:
+        """Start a long-running process (worker, serve) in its own process group."""
+        handle = log.open("ab")
+        process = subprocess.Popen(
+            list(args), cwd=cwd, env=self.env, stdout=handle, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )  # fmt: skip
+        handle.close()
+        self.children.append(process)
+        return process
+
+    def stop(self) -> None:
+        """Stop every spawned process, then the server; idempotent."""
+        for child in reversed(self.children):
+            stop_process_group(child)
+        stop_process_group(self.process, grace_s=20.0)
+
+
+def _server_env(home: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    for key in ("PREFECT_API_URL", "PREFECT_API_KEY", "PREFECT_PROFILES_PATH"):
+        env.pop(key, None)
+    env.update(
+        PREFECT_HOME=str(home),
+        PREFECT_SERVER_ANALYTICS_ENABLED="false",
+        PREFECT_API_DATABASE_CONNECTION_URL=f"sqlite+aiosqlite:///{home / 'prefect.db'}",
+        PREFECT_LOGGING_LEVEL="INFO",
+        PREFECT_SERVER_LOGGING_LEVEL="WARNING",
+        PYTHONUNBUFFERED="1",
+    )
+    return env
+
+
+def wait_healthy(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
+    """Poll ``/api/health`` until it answers; fail with the server log if it never does."""
+    deadline = time.monotonic() + STARTUP_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"prefect server exited early:\n{log.read_text()[-3000:]}")
+        with contextlib.suppress(httpx.HTTPError):
+            if httpx.get(f"{url}/health", timeout=2.0).status_code == 200:
+                return
+        time.sleep(0.5)
+    raise RuntimeError(
+        f"prefect server not healthy after {STARTUP_TIMEOUT_S}s:\n{log.read_text()[-3000:]}"
+    )
+
+
+def start_server() -> PrefectServer:
+    """Start ``prefect server start`` and wait until it is healthy."""
+    home = Path(tempfile.mkdtemp(prefix="folpipe-server-home-"))
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/api"
+    env = _server_env(home)
+    log = home / "server.log"
+    with log.open("wb") as handle:
+        process = subprocess.Popen(
+            [PREFECT, "server", "start", "--host", "127.0.0.1", "--port", str(port)],
+            env=env, stdout=handle, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+    server = PrefectServer(url, home, {**env, "PREFECT_API_URL": url}, process)
+    atexit.register(server.stop)
+    try:
+        wait_healthy(url, process, log)
+    except BaseException:
+        server.stop()
+        raise
+    return server
