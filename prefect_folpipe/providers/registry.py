@@ -39,7 +39,7 @@ BUILTINS: dict[str, str] = {
     "replay": "prefect_folpipe.providers.replay",
 }
 ALIASES: dict[str, str] = {"claude": "anthropic"}
-LEGACY_PREFIX = "agentflow.providers."
+LEGACY_PREFIXES: tuple[str, ...] = ("agentflow.providers.", "prefect_folpipe.providers.")
 NO_PROVIDER_MESSAGE = "No LLM provider configured. Add a `providers` block to your root task.yaml."
 BLOCK_KEYS = frozenset({"type", "module"})
 
@@ -82,9 +82,18 @@ def override_from_env(environ: Mapping[str, str] | None = None) -> ProviderOverr
 def canonical_type(name: str) -> str:
     """Built-in name for a type/alias (``claude`` -> ``anthropic``); other names unchanged."""
     lowered = name.strip().lower()
-    if lowered.startswith(LEGACY_PREFIX):
-        lowered = lowered[len(LEGACY_PREFIX) :]
+    for prefix in LEGACY_PREFIXES:
+        if lowered.startswith(prefix):
+            lowered = lowered[len(prefix) :]
     return ALIASES.get(lowered, lowered)
+
+
+def builtin_module_name(module: str) -> str | None:
+    """The built-in named by ``agentflow.providers.<name>`` (or our own module path), if any."""
+    if not module.startswith(LEGACY_PREFIXES) or ":" in module:
+        return None
+    name = canonical_type(module)
+    return name if name in BUILTINS else None
 
 
 def known_provider_names() -> list[str]:
@@ -96,9 +105,10 @@ def known_provider_names() -> list[str]:
 
 def resolve_provider_class(type_name: str | None, module: str | None = None) -> Any:
     """The class (or factory) for a block: ``module:`` first, then built-ins, then entry points."""
-    if module and not module.startswith(LEGACY_PREFIX):
+    builtin = builtin_module_name(module) if module else None
+    if module and builtin is None:
         return load_module_provider(module)
-    name = canonical_type(module or type_name or "")
+    name = builtin or canonical_type(type_name or "")
     if name in BUILTINS:
         return _load_builtin(name)
     for ep in entry_points(group=ENTRY_POINT_GROUP):

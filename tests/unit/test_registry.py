@@ -159,6 +159,10 @@ def test_aliases_and_legacy_module_names_map_to_builtins() -> None:
     assert canonical_type("claude") == "anthropic"
     assert canonical_type("agentflow.providers.claude") == "anthropic"
     assert resolve_provider_class(None, "agentflow.providers.scripted") is ScriptedProvider
+    assert resolve_provider_class(None, "prefect_folpipe.providers.scripted") is ScriptedProvider
+    assert resolve_provider_class("x", "prefect_folpipe.providers.scripted:ScriptedProvider") is (
+        ScriptedProvider
+    )
 
 
 def test_missing_builtin_module_gives_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -182,6 +186,11 @@ def test_entry_point_providers_are_found(
     importlib.invalidate_caches()
     cls = resolve_provider_class("echomodel")
     assert cls.__name__ == "EchoModelProvider"
+    # how the loader resolves a block `mine: {type: echomodel, model: m}`
+    block = ProviderConfig(type="echomodel", model="m")
+    task = make_task(tmp_path, "t", provider=ResolvedProvider("mine", "custom", block))
+    provider = ProviderPool(make_workflow(task, tmp_path)).for_task(task)
+    assert type(provider).__name__ == "EchoModelProvider" and provider.model == "m"
 
 
 async def test_call_guard_wraps_every_model_call(tmp_path: Path) -> None:
