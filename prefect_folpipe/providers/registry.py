@@ -356,6 +356,17 @@ class ProviderPool:
             with contextlib.suppress(Exception):
                 await provider.aclose()
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled (e.g. to a Dask worker) without its live clients; they are rebuilt there."""
+        state = dict(self.__dict__)
+        state["_instances"] = {}
+        state.pop("_lock", None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
     async def __aenter__(self) -> ProviderPool:
         return self
 

@@ -332,6 +332,15 @@ class ScriptedProvider:
     async def aclose(self) -> None:
         return None
 
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state.pop("_lock", None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
 
 def _reply_text(entry: ScriptedReply) -> str:
     if not entry.has_output:

@@ -219,3 +219,17 @@ def test_pool_keeps_the_seams_it_does_not_use_yet(tmp_path: Path) -> None:
 
     pool = ProviderPool(make_workflow(task, tmp_path), secret_resolver=resolver, record=tmp_path)
     assert pool.secret_resolver is resolver and pool.record == tmp_path
+
+
+async def test_pool_and_scripted_provider_pickle(tmp_path: Path) -> None:
+    import pickle
+
+    replies(tmp_path, "default: [one, two]\n")
+    task = make_task(tmp_path / "t", "t", provider=scripted_provider())
+    pool = ProviderPool(make_workflow(task, tmp_path))
+    provider = pool.for_task(task)
+    assert (await provider.complete(ask(task))).text == "one"
+    copied = pickle.loads(pickle.dumps(provider))
+    assert (await copied.complete(ask(task))).text == "two"
+    fresh = pickle.loads(pickle.dumps(pool))
+    assert (await fresh.for_task(task).complete(ask(task))).text == "one"
