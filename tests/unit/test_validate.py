@@ -117,7 +117,7 @@ def test_duplicate_yaml_key(tmp_path: Path) -> None:
         ("input:\n  requried: [a]\n", 2, "did you mean 'required'?"),
         ("security:\n  allow_sensitive_file: true\n", 2, "did you mean 'allow_sensitive_files'?"),
         ("settings:\n  rate_limit:\n    max_concurent: 2\n", 3, "did you mean 'max_concurrent'?"),
-        ("mcp_servers:\n  s:\n    comand: x\n", 3, "did you mean 'command'?"),
+        ("mcp_servers:\n  s:\n    command: python\n    arg: [s.py]\n", 4, "did you mean 'args'?"),
         ("descripton: x\n", 1, "did you mean 'description'?"),
     ],
 )
@@ -482,3 +482,23 @@ def test_depends_on_by_folder_name_hints_the_task_name(tmp_path: Path) -> None:
     )
     assert (diag.code, diag.file, diag.line) == ("FP140", "subtasks/20_merge/task.yaml", 1)
     assert diag.hint == "refer to the sibling by its name 'fetch', not its folder name"
+
+
+def test_symlink_loop_is_reported_not_followed(tmp_path: Path) -> None:
+    write(tmp_path, {"instructions.md": "root", "subtasks/a/instructions.md": "a"})
+    (tmp_path / "subtasks" / "again").symlink_to(tmp_path, target_is_directory=True)
+    diag = only(tmp_path, {})
+    assert (diag.code, diag.file) == ("FP119", "subtasks/again")
+
+
+def test_an_unexpected_failure_becomes_fp190(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import prefect_folpipe.validate as validate
+
+    def broken_check(path: object) -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(validate, "check", broken_check)
+    [diag] = validate_workflow(write(tmp_path, {"instructions.md": "x"}))
+    assert diag.code == "FP190" and "RuntimeError: boom" in diag.message
