@@ -152,10 +152,15 @@ async def _call_model(
     request = build_request(agent, tuple(convo.messages), definitions)
     if agent.ledger is not None:
         await _maybe_await(agent.ledger.before_call(agent.task))
-    logger = agent.logger or LOG
-    logger.debug("task %r: model call %d", agent.task.path, convo.model_calls + 1)
     response = await agent.provider.complete(request)
     convo.model_calls += 1
+    (agent.logger or LOG).info(
+        "model call %d: %d in / %d out tokens, %d tool call(s)",
+        convo.model_calls,
+        response.usage.input_tokens,
+        response.usage.output_tokens,
+        len(response.tool_calls),
+    )
     convo.usage = convo.usage + response.usage
     convo.model = response.model or convo.model or request.model
     if agent.ledger is not None:

@@ -278,9 +278,7 @@ class ScriptedProvider:
         root = getattr(env, "workflow_root", None)
         if not path.is_absolute() and root is not None and getattr(env, "replies", None) is None:
             path = Path(root) / path
-        extra = getattr(config, "model_extra", None) or {}
-        latency = extra.get("latency_s")
-        return cls(path, latency_s=latency, model=getattr(config, "model", None))
+        return cls(path, model=getattr(config, "model", None))
 
     def entries_for(self, task_path: str, task_name: str) -> tuple[ScriptedReply, ...]:
         """The entry list of a task: its path first, then its name, then ``default``."""
