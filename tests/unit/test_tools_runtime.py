@@ -75,6 +75,17 @@ async def nap(seconds: float) -> str:
     return f"slept {seconds}"
 ```
 
+## linger
+Sleep asynchronously, without a tool time-out.
+
+```python
+import asyncio
+
+async def linger(seconds: float) -> str:
+    await asyncio.sleep(seconds)
+    return "lingered"
+```
+
 ## doze
 Sleep in a thread.
 
@@ -335,7 +346,7 @@ async def test_shell_tool_via_toolbox(task_dir: Path) -> None:
 
 async def test_cancellation_propagates(task_dir: Path) -> None:
     box = toolbox_for(task_dir)
-    pending = asyncio.ensure_future(call(box, "nap", seconds=0.25))
+    pending = asyncio.ensure_future(call(box, "linger", seconds=30))
     await asyncio.sleep(0.05)
     pending.cancel()
     with pytest.raises(asyncio.CancelledError):
