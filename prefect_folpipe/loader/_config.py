@@ -25,6 +25,15 @@ _TYPE_SYNONYMS = {
     "mapping": "dict",
 }
 SCHEMA_HINT = "run `folpipe schema` for every key and its type"
+_UNION_FORMS = {
+    "output": "a list of key names, or a mapping of key: type",
+    "inherit_tools": "true, false or a list of tool names",
+    "skip_if": "an expression string or a {key: ..., equals: ...} mapping",
+    "until": "an expression string or a {key: ..., equals: ...} mapping",
+    "retry_delay_seconds": "a number of seconds or a list of them",
+    "default": "the name of a provider block",
+}
+"""Plain words for fields whose type is a union (pydantic would list one error per branch)."""
 
 
 def dotted(loc: Loc) -> str:
@@ -133,17 +142,27 @@ def _schema_diagnostics(
 ) -> list[Diagnostic]:
     grouped: dict[Loc, list[dict[str, Any]]] = {}
     for err in exc.errors():
-        path = _data_path(err["loc"], data)
-        if err["type"] == "extra_forbidden":
-            path = (*path, "\0extra")  # unknown keys report one by one, never grouped
+        if err["type"] == "extra_forbidden":  # unknown keys report one by one
+            path: Loc = (*_data_path(err["loc"], data), "\0extra")
+        else:  # the branches of a union (list or dict, ...) report as one problem
+            path = _data_path(_before_tag(err["loc"]), data)
         grouped.setdefault(path, []).append(err)
     out = []
     for path, errors in grouped.items():
         if path and path[-1] == "\0extra":
             out.append(_unknown_key(path[:-1], source, task))
         else:
-            out.append(_wrong_value(path, errors, source, task))
+            line = source.line(_data_path(errors[0]["loc"], data))
+            out.append(_wrong_value(path, errors, source, task, line, data))
     return out
+
+
+def _before_tag(loc: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``loc`` up to its first union-member tag (``('output', 'list[str]', 0)`` -> output)."""
+    for index, part in enumerate(loc):
+        if _is_tag(part) and part != "[key]":
+            return loc[:index]
+    return loc
 
 
 def _unknown_key(path: Loc, source: SourceMap, task: str) -> Diagnostic:
@@ -158,10 +177,32 @@ def _unknown_key(path: Loc, source: SourceMap, task: str) -> Diagnostic:
 
 
 def _wrong_value(
-    path: Loc, errors: list[dict[str, Any]], source: SourceMap, task: str
+    path: Loc,
+    errors: list[dict[str, Any]],
+    source: SourceMap,
+    task: str,
+    line: int | None,
+    data: dict[str, Any],
 ) -> Diagnostic:
+    first = errors[0]
+    if first["type"] == "invalid_key" or first["loc"][-1:] == ("[key]",):
+        where = f" in {dotted(path[:-1])}" if len(path) > 1 else ""
+        return Diagnostic(
+            "FP104",
+            f"key {path[-1]!r}{where} must be a string",
+            source.file,
+            line,
+            task,
+            "quote the key, e.g. '1': ...",
+        )
     messages = list(dict.fromkeys(err["msg"] for err in errors))
-    got = _short_repr(errors[0].get("input"))
+    form = None
+    if path and len(messages) > 1:
+        block = path[0] == "providers" and len(path) == 2 and path[1] != "default"
+        form = "a provider block (a mapping)" if block else _UNION_FORMS.get(str(path[-1]))
+    if form is not None:
+        messages = [f"expected {form}"]
+    got = _short_repr(_value_at(data, path, first.get("input")))
     hint = SCHEMA_HINT
     for err in errors:
         expected = re.findall(r"'([^']*)'", str((err.get("ctx") or {}).get("expected", "")))
@@ -172,10 +213,18 @@ def _wrong_value(
         "FP104",
         f"{dotted(path)}: {'; or '.join(messages)} (got {got})",
         source.file,
-        source.line(path),
+        line,
         task,
         hint,
     )
+
+
+def _value_at(data: Any, path: Loc, default: Any) -> Any:
+    for part in path:
+        if not _has(data, part):
+            return default
+        data = data[part]
+    return data
 
 
 def _short_repr(value: Any) -> str:

@@ -502,3 +502,18 @@ def test_an_unexpected_failure_becomes_fp190(
     monkeypatch.setattr(validate, "check", broken_check)
     [diag] = validate_workflow(write(tmp_path, {"instructions.md": "x"}))
     assert diag.code == "FP190" and "RuntimeError: boom" in diag.message
+
+
+@pytest.mark.parametrize(
+    ("yaml_text", "message"),
+    [
+        ("output: [1, [2]]\n", "output: expected a list of key names, or a mapping of key: type"),
+        ("inherit_tools: some\n", "inherit_tools: expected true, false or a list of tool names"),
+        ("providers:\n  claude: 3\n", "providers.claude: expected a provider block (a mapping)"),
+        ("context:\n  1: x\n", "key 1 in context must be a string"),
+    ],
+)
+def test_union_and_key_errors_read_plainly(tmp_path: Path, yaml_text: str, message: str) -> None:
+    diag = only(tmp_path, {"task.yaml": yaml_text, "instructions.md": "x"})
+    assert diag.code == "FP104"
+    assert diag.message.startswith(message)
