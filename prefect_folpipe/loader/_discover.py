@@ -142,7 +142,7 @@ class Discovery:
         )
         if instructions is not None:
             task.instructions, task.instructions_file, task.instructions_line = instructions
-        if task.has_subtasks_dir:
+        if task.has_subtasks_dir or (config.subtasks and config.subtasks.order):
             self._load_children(task, lineage)
         return task
 

@@ -523,3 +523,37 @@ def test_content_hash_follows_the_tools_a_task_inherits(tmp_path: Path) -> None:
     after = _hashes(root)
     # the root owns admin_api; manager and reader inherit it; worker cannot see it
     assert {p for p in before if before[p] != after[p]} == {"", "manager", "reader"}
+
+
+@pytest.mark.parametrize(
+    ("text", "asks"),
+    [
+        ('Summarise.\n\n```json\n{"a": 1}\n```', True),
+        ("Respond only with a JSON object.", True),
+        ("Return your answer as JSON.", True),
+        ("Output format: json", True),
+        ("Reply in valid JSON with keys a and b.", True),
+        ("Summarise the report.", False),
+        ("The input files are JSON.", False),
+        ("Respond politely.\nThe data came from a JSON API.", False),
+    ],
+)
+def test_asks_for_json_heuristic(text: str, asks: bool) -> None:
+    from prefect_folpipe.loader._instructions import asks_for_json, system_prompt
+
+    assert asks_for_json(text) is asks
+    prompt = system_prompt(text, ["a", "b"])
+    assert (prompt == text) is asks
+
+
+def test_injection_texts_are_exact() -> None:
+    from prefect_folpipe.loader._instructions import output_instruction
+
+    assert output_instruction(["approved", "feedback"]) == (
+        "Respond with a JSON code block containing these keys: approved, feedback"
+    )
+    assert output_instruction({"approved": "bool", "feedback": "str", "raw_result": None}) == (
+        "Respond with a JSON code block with the following keys and types:\n"
+        "- approved (bool)\n- feedback (str)\n- raw_result (any)"
+    )
+    assert output_instruction(None) is None

@@ -517,3 +517,10 @@ def test_union_and_key_errors_read_plainly(tmp_path: Path, yaml_text: str, messa
     diag = only(tmp_path, {"task.yaml": yaml_text, "instructions.md": "x"})
     assert diag.code == "FP104"
     assert diag.message.startswith(message)
+
+
+def test_subtasks_order_without_subtasks_folder(tmp_path: Path) -> None:
+    diagnostics = validate_workflow(
+        write(tmp_path, {"task.yaml": "subtasks:\n  order: [ghost]\n", "instructions.md": "x"})
+    )
+    assert where(diagnostics) == {("FP111", "task.yaml", 2, "")}
