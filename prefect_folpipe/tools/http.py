@@ -78,7 +78,7 @@ async def run_http_tool(spec: ToolSpec, arguments: Mapping[str, Any], ctx: ToolC
     """Send the tool's request with ``arguments``; the parsed JSON (or text) of the answer."""
     meta = spec.metadata
     method = str(meta.get("method", "GET")).upper()
-    allowed = _allow_list(meta.get("env"))
+    allowed = allow_list(meta.get("env"))
     values = {**_defaults(spec.parameters), **dict(arguments)}
     url = substitute_env(str(meta["url"]), allowed, spec.name)
     url, values = fill_path(url, values)
@@ -305,7 +305,8 @@ def _tool_timeout(ctx: ToolContext) -> float:
     return ctx.settings.tool_timeout if ctx.settings else DEFAULT_TIMEOUT
 
 
-def _allow_list(value: Any) -> frozenset[str]:
+def allow_list(value: Any) -> frozenset[str]:
+    """The names of ``> env:`` (a list, or comma-separated)."""
     return frozenset(_names(value))
 
 

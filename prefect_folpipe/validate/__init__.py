@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ..errors import Diagnostic, Severity
 from ..loader import LoadResult, load
+from .backends import check_backends
 from .conditions import check_conditions
 from .dependencies import check_dependencies
 from .deploy_rules import check_deploy
@@ -29,6 +30,7 @@ RULES: tuple[Rule, ...] = (
     check_conditions,
     check_failure_policy,
     check_deploy,
+    check_backends,
 )
 
 __all__ = ["RULES", "Rule", "check", "run_rules", "validate_workflow"]
