@@ -59,7 +59,7 @@ def load(path: str | Path) -> LoadResult:
     paused = gc.isenabled()
     gc.disable()
     try:
-        return _load(Path(path).absolute())
+        return _load(Path(path).expanduser().absolute())
     finally:
         if paused:
             gc.enable()
@@ -105,7 +105,7 @@ class _Builder:
         self._add(problems, "")
         self.raw_root = raw_root
 
-    def build(self, raw: RawTask, parent: Cascade, lineage: tuple) -> Task:  # type: ignore[type-arg]
+    def build(self, raw: RawTask, parent: Cascade, lineage: _tools.Lineage) -> Task:
         cascade = parent.child(raw.config)
         provider = self.providers.resolve(cascade.agent)
         self.diagnostics += check_task_provider(
