@@ -99,7 +99,7 @@ def check_same(task: Task, node: Node, path: str) -> None:
         check_same(child_task, child, f"{path}/{child.name}" if path else child.name)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(nodes())
 def test_random_trees_round_trip(root: Node) -> None:
     with tempfile.TemporaryDirectory() as tmp:
@@ -159,20 +159,60 @@ def assert_validates_without_crashing(task_yaml: bytes, instructions: bytes) -> 
             assert exc.diagnostics
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(st.binary(max_size=200), st.binary(max_size=60))
 def test_random_bytes_never_crash_the_validator(task_yaml: bytes, instructions: bytes) -> None:
     assert_validates_without_crashing(task_yaml, instructions)
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(GARBAGE_YAML)
 def test_garbage_yaml_never_crashes_the_validator(text: str) -> None:
     assert_validates_without_crashing(text.encode(), b"{% include 'x' %} {% include")
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(st.dictionaries(KEYS, VALUES, max_size=6))
 def test_random_task_yaml_mappings_never_crash_the_validator(data: dict) -> None:
     text = yaml.safe_dump(data, allow_unicode=True)
     assert_validates_without_crashing(text.encode(), b"Do it.")
+
+
+@st.composite
+def settings_trees(draw: st.DrawFn, depth: int = 0) -> dict:
+    """A tree of optional settings: each level may set max_retries / timeout / tags."""
+    count = draw(st.integers(0, 3 if depth < 3 else 0))
+    return {
+        "max_retries": draw(st.none() | st.integers(0, 9)),
+        "timeout": draw(st.none() | st.sampled_from([-1, 5, 30.5, 600])),
+        "tags": draw(st.none() | st.lists(st.sampled_from(["a", "b", "c"]), max_size=2)),
+        "children": [draw(settings_trees(depth + 1)) for _ in range(count)],
+    }
+
+
+def write_settings_tree(node: dict, folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    own = {k: node[k] for k in ("max_retries", "timeout", "tags") if node[k] is not None}
+    (folder / "task.yaml").write_text(yaml.safe_dump({"settings": own}) if own else "")
+    (folder / "instructions.md").write_text("x")
+    for index, child in enumerate(node["children"]):
+        write_settings_tree(child, folder / "subtasks" / f"c{index}")
+
+
+def check_cascade(task: Task, node: dict, inherited: dict) -> None:
+    merged = {**inherited, **{k: v for k, v in node.items() if k != "children" and v is not None}}
+    timeout = merged.get("timeout")
+    assert task.settings.max_retries == merged.get("max_retries", 0)
+    assert task.settings.timeout == (None if timeout in (None, -1) else timeout)
+    assert task.settings.tags == tuple(merged.get("tags", ()))
+    for child_task, child in zip(task.children, node["children"], strict=True):
+        check_cascade(child_task, child, merged)
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(settings_trees())
+def test_settings_cascade_nearest_ancestor_wins(tree: dict) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp) / "root"
+        write_settings_tree(tree, folder)
+        check_cascade(load_workflow(folder).root, tree, {})
