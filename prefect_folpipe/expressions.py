@@ -56,7 +56,7 @@ METHODS: frozenset[str] = frozenset(
         "get", "keys", "values", "items",
         # strings
         "lower", "upper", "strip", "lstrip", "rstrip", "startswith", "endswith",
-        "split", "join", "count", "find", "isdigit", "isalpha", "title",
+        "split", "count", "find", "isdigit", "isalpha", "title",
         # sequences
         "index",
     }
@@ -254,6 +254,19 @@ class _Evaluator(simpleeval.EvalWithCompoundTypes):
             code="FP132",
             hint="attributes read context keys; use len(...) or a whitelisted method",
         )
+
+    def _eval_call(self, node: ast.Call) -> Any:
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr in METHODS:
+            # `context.get(...)` calls the method even when the context has a key "get"
+            base = self._eval(func.value)
+            method = getattr(base, func.attr, None) if base is not None else None
+            if method is None:
+                return None
+            args = [self._eval(arg) for arg in node.args]
+            kwargs = dict(self._eval(keyword) for keyword in node.keywords)
+            return method(*args, **kwargs)
+        return super()._eval_call(node)
 
     def _eval_subscript(self, node: ast.Subscript) -> Any:
         container = self._eval(node.value)

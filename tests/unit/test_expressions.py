@@ -169,3 +169,11 @@ def test_expression_error_pickles() -> None:
     err = ExpressionError("bad", code="FP131", hint="h")
     again = pickle.loads(pickle.dumps(err))
     assert (again.code, again.hint, str(again)) == ("FP131", "h", "bad")
+
+
+def test_methods_win_over_same_named_context_keys() -> None:
+    context = {"get": "a value", "keys": [1], "data": {"get": 1}}
+    assert compile_condition("context.get('get') == 'a value'").evaluate(context)
+    assert compile_condition("context.keys == [1]").evaluate(context)
+    assert compile_condition("context.data.get('get') == 1").evaluate(context)
+    assert compile_condition("context.missing.get('x') is None").evaluate(context)
