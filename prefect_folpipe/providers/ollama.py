@@ -108,11 +108,14 @@ class OllamaProvider:
         if not any(tool.executable for tool in task.tools):
             return
         model = model_name(self.config, _task_model(task), self.name)
+        await self._require_tools(model, task.path)
+
+    async def _require_tools(self, model: str, task_path: str) -> None:
         if await self._model_calls_tools(model):
             return
         self.supports_tools = False
         raise ConfigError(
-            f"task {task.path or '<root>'!r} has tools, but the Ollama model {model!r} "
+            f"task {task_path or '<root>'!r} has tools, but the Ollama model {model!r} "
             "cannot call tools",
             code="FP323",
             hint="pick a model with tool support (ollama show <model> lists 'tools' under "
@@ -131,6 +134,8 @@ class OllamaProvider:
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         kwargs = build_request(request, self.config)
+        if request.tools:  # also guarded here, in case nothing ran check_capabilities
+            await self._require_tools(kwargs["model"], request.task_path)
         answer = await self._call(self._clients.get().chat, **kwargs)
         return parse_response(answer, request)
 

@@ -163,6 +163,18 @@ async def test_ollama_model_without_tools_fails_before_the_run(http) -> None:
     await provider.aclose()
 
 
+async def test_ollama_refuses_tools_at_the_first_call_too(http) -> None:
+    wire = make_wire("ollama", http, capabilities=["completion"])
+    provider = make_provider("ollama", wire)
+    with pytest.raises(ConfigError) as caught:
+        await provider.complete(request(tools=(TOOL,), task_path="fetch"))
+    assert caught.value.code == "FP323" and "'fetch'" in str(caught.value)
+    assert wire.requests == []
+    wire.add(Reply(text="no tools needed"))
+    assert (await provider.complete(request())).text == "no tools needed"
+    await provider.aclose()
+
+
 async def test_ollama_capability_check_passes(http) -> None:
     wire = make_wire("ollama", http)
     provider = make_provider("ollama", wire)
