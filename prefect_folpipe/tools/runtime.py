@@ -185,7 +185,8 @@ class Toolbox:
             workflow=workflow,
         )
         self.log: list[ToolCallRecord] = []
-        self._validators: dict[str, Draft202012Validator] = {}
+        self._validators: dict[str, tuple[ToolSpec, Draft202012Validator]] = {}
+        """Per tool name; rebuilt when the spec is replaced (e.g. MCP schemas filled in)."""
 
     @property
     def context(self) -> MutableMapping[str, Any]:
@@ -278,14 +279,16 @@ class Toolbox:
         return _error("FP230", f"{message} {hint}" if hint else message)
 
     def _validate(self, spec: ToolSpec, arguments: Mapping[str, Any]) -> str | None:
-        validator = self._validators.get(spec.name)
-        if validator is None:
+        cached = self._validators.get(spec.name)
+        if cached is not None and cached[0] is spec:
+            validator = cached[1]
+        else:
             try:
                 Draft202012Validator.check_schema(dict(spec.parameters))
             except SchemaError as exc:
                 return f"the tool's parameter schema is invalid: {exc.message}"
             validator = Draft202012Validator(dict(spec.parameters))
-            self._validators[spec.name] = validator
+            self._validators[spec.name] = (spec, validator)
         errors = sorted(validator.iter_errors(dict(arguments)), key=lambda e: list(e.path))
         if not errors:
             return None

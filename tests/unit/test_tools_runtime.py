@@ -513,3 +513,30 @@ async def test_shell_tool_reads_arguments_as_json_on_stdin(tmp_path: Path) -> No
     )
     result = await call(toolbox_for(tmp_path), "stdin_echo", words="hi there", n=2)
     assert result.content == '{"words": "hi there", "n": 2}'
+
+
+async def test_replaced_spec_gets_a_fresh_validator(task_dir: Path) -> None:
+    import dataclasses
+
+    box = toolbox_for(task_dir)
+    assert not (await call(box, "echo", text="a")).is_error
+    spec = box.tools["echo"]
+    box.tools["echo"] = dataclasses.replace(
+        spec,
+        parameters={"type": "object", "properties": {"text": {"type": "integer"}}},
+    )
+    result = await call(box, "echo", text="a")
+    assert result.is_error and "FP231" in result.content
+
+
+async def test_invalid_schema_is_reported(tmp_path: Path) -> None:
+    bad = ToolSpec(
+        name="bad_schema",
+        kind="python",
+        description="",
+        parameters={"type": "object", "properties": {"x": {"type": "nonsense"}}},
+        source_file="x",
+    )
+    task, workflow = make_task(tmp_path, [bad])
+    result = await Toolbox(task, workflow, {}).call(ToolCall("1", "bad_schema", {"x": 1}))
+    assert result.is_error and "parameter schema is invalid" in result.content
