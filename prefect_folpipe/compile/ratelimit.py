@@ -7,7 +7,8 @@ global concurrency limit held (``strict=True``) for the duration of each call, w
 calls across processes and runs; create it first with ``prefect gcl create NAME --limit N``.
 
 The guard wraps the model call only, never a subflow or a whole task, so nested branches
-cannot deadlock on it.
+cannot deadlock on it. A ``rate_limit`` error with ``Retry-After`` pauses that model's calls
+(the retry included) for the time the provider asked for.
 """
 
 from __future__ import annotations
@@ -17,12 +18,14 @@ from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontext
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import ConfigError
+from ..errors import ConfigError, ProviderError
 from ..providers.ratelimit import RateLimiter, limiter_for
 from ..spec.tree import Task, Workflow
 
 CallGuard = Callable[[Task], AbstractAsyncContextManager[None]]
 ModelKey = tuple[str, str]
+MAX_RETRY_AFTER = 300.0
+"""Longest ``Retry-After`` honoured (seconds); Prefect's own retry delay applies as well."""
 
 
 @dataclass
@@ -71,25 +74,33 @@ def _as_mapping(value: Any) -> dict[str, Any]:
     return dict(value)
 
 
-def make_call_guard(workflow: Workflow) -> CallGuard | None:
-    """``guard(task)`` -> async context manager around one model call; ``None`` if no limits."""
+def make_call_guard(workflow: Workflow) -> CallGuard:
+    """``guard(task)`` -> async context manager around one model call.
+
+    Every task with a provider gets its model's limiter, even without ``rate_limit``: a
+    ``rate_limit`` error carrying ``retry_after`` pauses the model's calls for that long
+    (at most ``MAX_RETRY_AFTER`` seconds), so the retry honours the provider's ``Retry-After``.
+    """
     limits = collect_limits(workflow)
-    if not limits:
-        return None
-    limiters = {
-        key: limiter_for(
+    limiters: dict[ModelKey, RateLimiter] = {}
+    for task in workflow.tasks():
+        key = model_key(task)
+        if key is None or key in limiters:
+            continue
+        declared = limits.get(key, ModelLimits())
+        limiters[key] = limiter_for(
             key,
-            requests_per_minute=value.requests_per_minute,
-            max_concurrent=value.max_concurrent,
+            requests_per_minute=declared.requests_per_minute,
+            max_concurrent=declared.max_concurrent,
         )
-        for key, value in limits.items()
-    }
 
     def guard(task: Task) -> AbstractAsyncContextManager[None]:
         key = model_key(task)
-        if key is None or key not in limits:
+        if key is None or key not in limiters:
             return _unguarded()
-        return _guarded(limiters[key], sorted(limits[key].prefect_limits))
+        declared = limits.get(key)
+        names = sorted(declared.prefect_limits) if declared else []
+        return _guarded(limiters[key], names)
 
     return guard
 
@@ -104,7 +115,12 @@ async def _guarded(limiter: RateLimiter, prefect_limits: list[str]) -> AsyncIter
     async with limiter.slot(), AsyncExitStack() as stack:
         if prefect_limits:
             await _hold_prefect_limits(stack, prefect_limits)
-        yield
+        try:
+            yield
+        except ProviderError as exc:
+            if exc.kind == "rate_limit" and exc.retry_after:
+                limiter.pause(min(exc.retry_after, MAX_RETRY_AFTER))
+            raise
 
 
 async def _hold_prefect_limits(stack: AsyncExitStack, names: list[str]) -> None:

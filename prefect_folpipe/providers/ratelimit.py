@@ -7,7 +7,9 @@ run task runs in worker threads with loops of their own.
 
 Requests are spaced evenly (a token bucket refilled at ``requests_per_minute / 60`` per second
 that holds at most one second's worth of requests), which keeps a burst of parallel tasks from
-tripping the provider's own per-minute limit.
+tripping the provider's own per-minute limit. ``pause(seconds)`` holds every call of the key
+that has not started yet, which is how a provider's ``Retry-After`` is honoured by the retry
+and by every other task calling the same model.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ class RateLimiter:
         self._capacity = max(1.0, rate)
         self._tokens = self._capacity
         self._stamp = time.monotonic()
+        self._paused_until = 0.0
         self._active = 0
         self._waiters: deque[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = deque()
 
@@ -42,9 +45,15 @@ class RateLimiter:
         """Calls currently holding a slot."""
         return self._active
 
+    def pause(self, seconds: float) -> None:
+        """Hold every call that has not started yet for ``seconds`` (a ``Retry-After``)."""
+        with self._lock:
+            self._paused_until = max(self._paused_until, time.monotonic() + seconds)
+
     @asynccontextmanager
     async def slot(self) -> AsyncIterator[None]:
         """Hold one concurrency slot and one request token for the duration of a call."""
+        await self._wait_for_pause()
         await self._acquire()
         try:
             await self._wait_for_token()
@@ -53,6 +62,10 @@ class RateLimiter:
             self._release()
 
     # -- request rate ----------------------------------------------------------------------------
+
+    async def _wait_for_pause(self) -> None:
+        while (delay := self._paused_until - time.monotonic()) > 0:
+            await asyncio.sleep(delay)
 
     async def _wait_for_token(self) -> None:
         if self._rate <= 0:

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from prefect_folpipe.compile.ratelimit import collect_limits, make_call_guard
-from prefect_folpipe.errors import ConfigError
+from prefect_folpipe.errors import ConfigError, ProviderError
 from prefect_folpipe.providers.ratelimit import RateLimiter, limiter_for
 from prefect_folpipe.spec.config import ProviderConfig, TaskConfig
 from prefect_folpipe.spec.tree import EffectiveSettings, ResolvedProvider, Task, Workflow
@@ -124,8 +124,35 @@ def _workflow(*children: Task) -> Workflow:
     return Workflow(root=root, root_dir=Path("."), name="wf")
 
 
-def test_no_limits_no_guard() -> None:
-    assert make_call_guard(_workflow(_task("a", "m", None))) is None
+async def test_without_limits_calls_run_freely() -> None:
+    task = _task("a", f"m-{uuid.uuid4()}", None)
+    guard = make_call_guard(_workflow(task))
+    meter = Meter()
+    await asyncio.gather(*(meter.call(guard(task)) for _ in range(4)))
+    assert meter.peak == 4
+
+
+async def test_retry_after_pauses_the_models_next_calls() -> None:
+    task = _task("a", f"m-{uuid.uuid4()}", None)
+    other = _task("b", f"m-{uuid.uuid4()}", None)
+    guard = make_call_guard(_workflow(task, other))
+    with pytest.raises(ProviderError):
+        async with guard(task):
+            raise ProviderError("429", kind="rate_limit", retry_after=0.4)
+    started = time.monotonic()
+    async with guard(other):
+        pass
+    assert time.monotonic() - started < 0.2, "another model is not paused"
+    async with guard(task):
+        pass
+    assert time.monotonic() - started >= 0.35
+    with pytest.raises(ProviderError):
+        async with guard(task):
+            raise ProviderError("500", kind="server_error", retry_after=5)
+    started = time.monotonic()
+    async with guard(task):
+        pass
+    assert time.monotonic() - started < 0.2, "only rate limits pause"
 
 
 def test_most_restrictive_limits_per_model() -> None:
