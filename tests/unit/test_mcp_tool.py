@@ -184,3 +184,43 @@ async def test_agent_sends_server_schemas_and_gets_results(tmp_path: Path) -> No
     results = provider.requests[1].messages[-1].results
     assert json.loads(results[0].content) == {"result": 42}
     assert outcome.delta
+
+
+@pytest.fixture
+def http_mcp_server():  # type: ignore[no-untyped-def]
+    """The test server over Streamable HTTP on 127.0.0.1; yields its /mcp URL."""
+    import socket
+    import subprocess
+    import time
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    process = subprocess.Popen(
+        [sys.executable, str(SERVER), "--http", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            with socket.socket() as probe:
+                if probe.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+async def test_url_server(tmp_path: Path, http_mcp_server: str) -> None:
+    box = toolbox(tmp_path, {"test": McpServer(url=http_mcp_server)})
+    try:
+        await prepare_toolbox(box)
+        definitions = {d.name: d for d in box.definitions()}
+        assert definitions["add"].parameters["required"] == ["a", "b"]
+        result = await box.call(ToolCall("1", "add", {"a": 40, "b": 2}))
+        assert not result.is_error and json.loads(result.content) == {"result": 42}
+    finally:
+        await box.aclose()
