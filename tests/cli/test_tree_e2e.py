@@ -115,3 +115,11 @@ def test_invalid_workflow_prints_diagnostics_and_exits_1() -> None:
     payload = json.loads(as_json.stdout)
     assert payload["ok"] is False and payload["error"]["code"] == "FP100"
     assert "FP103" in {error["code"] for error in payload["errors"]}
+
+
+def test_warnings_are_printed_after_the_tree() -> None:
+    result = _tree(str(CLI_FIXTURES / "warnings"))
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert out.index("warn_flow") < out.index("Warnings") < out.index("FP222")
+    assert "no_such_tool" in out
