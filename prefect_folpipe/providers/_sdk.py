@@ -197,6 +197,9 @@ class LoopClients:
         loop = asyncio.get_running_loop()
         entry = self._clients.get(id(loop))
         if entry is None or entry[0] is not loop:
+            for key, (owner, _) in list(self._clients.items()):
+                if owner.is_closed():  # a finished worker thread's loop: forget its client
+                    self._clients.pop(key, None)
             entry = (loop, self._factory())
             self._clients[id(loop)] = entry
         return entry[1]

@@ -219,3 +219,21 @@ def test_retry_after_forms() -> None:
     assert retry_after_seconds({"Retry-After": "Wed, 21 Oct 2015 07:28:00 GMT"}) == 0.0
     assert retry_after_seconds({"Retry-After": "soon"}) is None
     assert retry_after_seconds(None) is None
+
+
+def test_one_client_per_event_loop(http) -> None:
+    """Prefect may run tasks in worker threads with loops of their own."""
+    import asyncio
+
+    wire = make_wire("openai", http)
+    provider = make_provider("openai", wire)
+    wire.add(Reply(text="a"), Reply(text="b"))
+
+    async def ask() -> tuple[str, int]:
+        answer = await provider.complete(request())
+        return answer.text, id(provider._clients.get())
+
+    first = asyncio.run(ask())
+    second = asyncio.run(ask())
+    assert (first[0], second[0]) == ("a", "b")
+    assert len(provider._clients._clients) == 1, "the closed loop's client was dropped"
