@@ -172,7 +172,7 @@ class Discovery:
         instructions = None
         if INSTRUCTIONS in entries:
             body = self._read_text(folder / INSTRUCTIONS, f"{rel}{INSTRUCTIONS}", label)
-            instructions = (body or "", folder / INSTRUCTIONS, 1)
+            instructions = (body, folder / INSTRUCTIONS, 1) if body is not None else None
         return config, source, source_file, instructions
 
     def _read_skill(
@@ -213,13 +213,14 @@ class Discovery:
                 "save the file as UTF-8",
             )
         except OSError as exc:
+            folder = isinstance(exc, IsADirectoryError)
             self.error(
                 "FP108",
                 f"cannot read file: {exc.strerror or exc}",
                 rel,
                 None,
                 label,
-                "check the file's permissions",
+                "it must be a file, not a folder" if folder else "check the file's permissions",
             )
         return None
 

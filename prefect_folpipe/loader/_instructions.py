@@ -92,7 +92,9 @@ class Snippets:
         if not self.folder.is_dir():
             return []
         return sorted(
-            p.relative_to(self.folder).with_suffix("").as_posix() for p in self.folder.rglob("*.md")
+            p.relative_to(self.folder).with_suffix("").as_posix()
+            for p in self.folder.rglob("*.md")
+            if p.is_file()
         )
 
 

@@ -524,3 +524,33 @@ def test_subtasks_order_without_subtasks_folder(tmp_path: Path) -> None:
         write(tmp_path, {"task.yaml": "subtasks:\n  order: [ghost]\n", "instructions.md": "x"})
     )
     assert where(diagnostics) == {("FP111", "task.yaml", 2, "")}
+
+
+def test_files_and_folders_in_the_wrong_places_do_not_crash(tmp_path: Path) -> None:
+    for folder in (
+        "task.yaml",
+        "instructions.md",
+        "subtasks/c/tools.md",
+        "shared/tools.md",
+        "subtasks/c/hooks/pre_run.py",
+        "shared/instructions/x.md",
+        "subtasks/a/subtasks",
+    ):
+        (tmp_path / folder).mkdir(parents=True)
+    write(
+        tmp_path,
+        {
+            "subtasks/b/subtasks": "",
+            "subtasks/c/tools": "",
+            "subtasks/c/instructions.md": '{% include "x" %}',
+        },
+    )
+    diagnostics = validate_workflow(tmp_path)
+    assert {(d.code, d.file) for d in diagnostics} == {
+        ("FP108", "task.yaml"),
+        ("FP108", "instructions.md"),
+        ("FP120", "subtasks/c/instructions.md"),
+        ("FP115", "subtasks/a"),
+        ("FP115", "subtasks/b"),
+    }
+    assert diagnostics[0].hint == "it must be a file, not a folder"
