@@ -8,13 +8,13 @@ from pathlib import Path
 from typing import Any
 
 from prefect import Flow
-from prefect import tags as prefect_tags
+from prefect.states import Failed
 from prefect.utilities.asyncutils import run_coro_as_sync
 
 from ..deploy.signature import merge_inputs, with_input_signature
-from ..errors import WorkflowFailed
+from ..errors import ConfigError, WorkflowFailed
 from ..spec.tree import Workflow
-from .build import flow_name, run_root
+from .build import flow_name, preflight, run_root
 from .contextops import describe_error
 from .options import RunOptions
 from .report import RunResult
@@ -66,7 +66,9 @@ def make_flow(
             save_run_record(workflow, result, context, options)
         if result.status == "failed":
             reason = describe_error(result.error) if result.error else "a task failed"
-            raise WorkflowFailed(f"workflow '{workflow.name}' failed: {reason}", result)
+            message = f"workflow '{workflow.name}' failed: {reason}"
+            # a Failed state (not a raise): the run fails without a traceback in the logs
+            return Failed(message=message, data=WorkflowFailed(message, result))  # type: ignore[return-value]
         return result.context
 
     folpipe_workflow.__doc__ = workflow.root.config.description or f"folpipe: {workflow.name}"
@@ -106,10 +108,13 @@ async def arun_workflow(
     """Async ``run_workflow``; ``kwargs`` are ``RunOptions`` fields (provider, replies, fresh)."""
     options = options or RunOptions(**kwargs)
     workflow = path if isinstance(path, Workflow) else load(path)
+    try:
+        await preflight(workflow, options)
+    except ConfigError as exc:
+        return RunResult("failed", dict(context or {}), [], workflow=workflow.name, error=exc)
     sink: list[RunResult] = []
     flow = make_flow(workflow, options, sink)
-    with prefect_tags("folpipe", f"workflow:{workflow.name}"):
-        state = await flow(context=dict(context or {}), return_state=True)
+    state = await flow(context=dict(context or {}), return_state=True)
     if sink:
         return sink[-1]
     error = await state.aresult(raise_on_failure=False)
@@ -134,4 +139,4 @@ def run_workflow(
     coro = arun_workflow(path, context, options=options)
     if _loop_running():
         raise RuntimeError("run_workflow() is synchronous; use `await arun_workflow(...)`")
-    return run_coro_as_sync(coro)
+    return asyncio.run(coro)

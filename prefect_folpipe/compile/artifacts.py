@@ -8,12 +8,14 @@ tool output are masked before they reach the UI.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..spec.tree import Task
 from .cache import slug
 
+LOG = logging.getLogger("prefect_folpipe.compile")
 MAX_SECTION_CHARS = 8_000
 
 
@@ -98,10 +100,39 @@ def summary_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
-async def publish_task(key: str, markdown: str, description: str) -> None:
-    from prefect.artifacts import acreate_markdown_artifact
+async def publish_tasks(pending: Sequence[tuple[str, str, str, Any]]) -> None:
+    """Create the queued task artifacts, one request at a time, after the tasks ran.
 
-    await acreate_markdown_artifact(markdown=markdown, key=key, description=description)
+    Creating them while tasks run (or all at once) makes the API's SQLite writes contend
+    with the task-run records; queued and sequential they cost a few ms each.
+    """
+    if not pending:
+        return
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.actions import ArtifactCreate
+
+    async with get_client() as client:
+        for key, markdown, description, task_run_id in pending:
+            try:
+                await client.create_artifact(
+                    artifact=ArtifactCreate(
+                        key=key,
+                        type="markdown",
+                        description=description,
+                        data=markdown,
+                        task_run_id=task_run_id,
+                        flow_run_id=_flow_run_id(),
+                    )
+                )
+            except Exception as exc:  # artifacts are reports; never fail a run for one
+                LOG.debug("artifact %s not created: %s", key, exc)
+
+
+def _flow_run_id() -> Any:
+    from prefect.context import FlowRunContext
+
+    context = FlowRunContext.get()
+    return context.flow_run.id if context and context.flow_run else None
 
 
 async def publish_summary(key: str, rows: Sequence[Mapping[str, Any]], description: str) -> None:

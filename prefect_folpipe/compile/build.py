@@ -19,7 +19,6 @@ from typing import Any
 
 from prefect import Flow
 from prefect import Task as PrefectTask
-from prefect import tags as prefect_tags
 from prefect.cache_policies import NO_CACHE
 from prefect.context import FlowRunContext, TaskRunContext
 from prefect.logging import get_run_logger
@@ -106,7 +105,7 @@ class WorkflowRun:
         self._leaves: dict[tuple[str, str], PrefectTask[..., Any]] = {}
         self._branches: dict[str, Any] = {}
         self._conditions: dict[str, Any] = {}
-        self._background: list[asyncio.Task[Any]] = []
+        self._pending_artifacts: list[tuple[str, str, str, Any]] = []
 
     # -- set-up ---------------------------------------------------------------------------
 
@@ -128,8 +127,12 @@ class WorkflowRun:
     def tags_for(self, task: Task | None = None) -> list[str]:
         """``folpipe``, ``workflow:<name>``, ``provider:<p>``, ``model:<m>`` + settings tags."""
         tags = ["folpipe", f"workflow:{self.workflow.name}"]
-        if task is None:
-            return tags
+        if task is None:  # the flow run: every provider and model the workflow uses
+            for node in self.workflow.tasks():
+                tags += [
+                    t for t in self.tags_for(node)[2:] if t.startswith(("provider:", "model:"))
+                ]
+            return list(dict.fromkeys(tags))
         provider, model = self._provider_of(task)
         if task.runs_agent and provider:
             tags.append(f"provider:{provider}")
@@ -137,6 +140,13 @@ class WorkflowRun:
             tags.append(f"model:{model}")
         tags += [*task.settings.tags, *task.config.tags]
         return list(dict.fromkeys(tags))
+
+    def task_run_tags(self, task: Task, *extra: str) -> list[str]:
+        """Tags of a task run: all of ``tags_for`` when enabled or when the task declares its
+        own tags; none otherwise (every tagged task run costs a concurrency-lease request)."""
+        if self.options.task_tags_enabled() or task.settings.tags or task.config.tags:
+            return [*self.tags_for(task), *extra]
+        return []
 
     def _provider_of(self, task: Task) -> tuple[str | None, str | None]:
         if self.override is not None:
@@ -168,7 +178,7 @@ class WorkflowRun:
             "retry_delay_seconds": retry_delays(settings) or 0,
             "retry_condition_fn": _retry_condition(retry_on),
             "timeout_seconds": timeout,
-            "tags": self.tags_for(task),
+            "tags": self.task_run_tags(task),
         }
         if settings.cache:
             identity = self.identity(task)
@@ -196,34 +206,43 @@ class WorkflowRun:
         return PrefectTask(self._leaf_body(task, phase), **options)
 
     def _leaf_body(self, task: Task, phase: str) -> Any:
-        run = self
+        """A two-line closure: Prefect reads the task function's source on every ``Task()``."""
 
-        async def run_folder_task(
-            context: dict[str, Any], label: str, scope: list[int] | None = None
-        ) -> dict[str, Any]:
-            task_run = TaskRunContext.get()
-            run.tracker.attempt(task.path, task_run.task_run.run_count if task_run else 1)
-            logger = get_run_logger()
-            provider = run.pool.for_task(task) if task.runs_agent else None
-            outcome = await run.runner(
-                task,
-                run.workflow,
-                context,
-                provider=provider,
-                phase=phase,
-                iteration=scope[-1] if scope else None,
-                logger=logger,
-                ledger=run.ledger,
-            )
-            payload = _payload(outcome)
-            _check_serialisable(task, payload)
-            run.tracker.charge(task.path, payload)
-            if run.artifact_level == "all":
-                run.publish_task_artifact(task, phase, label, outcome, payload)
-            return payload
+        async def run_folder_task(context: dict, label: str, scope: list | None = None) -> dict:
+            return await self.execute_leaf(task, phase, context, label, scope)
 
         run_folder_task.__name__ = f"folpipe_{slug(task.path or 'root', limit=40)}"
         return run_folder_task
+
+    async def execute_leaf(
+        self,
+        task: Task,
+        phase: str,
+        context: dict[str, Any],
+        label: str,
+        scope: list[int] | None,
+    ) -> dict[str, Any]:
+        """The body of a leaf task run: one agent pass, checked and reported."""
+        task_run = TaskRunContext.get()
+        self.tracker.attempt(task.path, task_run.task_run.run_count if task_run else 1)
+        logger = get_run_logger()
+        provider = self.pool.for_task(task) if task.runs_agent else None
+        outcome = await self.runner(
+            task,
+            self.workflow,
+            context,
+            provider=provider,
+            phase=phase,
+            iteration=scope[-1] if scope else None,
+            logger=logger,
+            ledger=self.ledger,
+        )
+        payload = _payload(outcome)
+        _check_serialisable(task, payload)
+        self.tracker.charge(task.path, payload)
+        if self.artifact_level == "all":
+            self.publish_task_artifact(task, phase, label, outcome, payload)
+        return payload
 
     def publish_task_artifact(
         self, task: Task, phase: str, label: str, outcome: Any, payload: dict[str, Any]
@@ -233,23 +252,18 @@ class WorkflowRun:
         view["tool_log"] = list(getattr(outcome, "tool_log", []) or [])
         markdown = artifacts.render_task(task, label, view)
         key = artifacts.task_artifact_key(self.workflow.name, task, phase)
-        coro = artifacts.publish_task(key, markdown, f"folpipe task {label}")
-        self._background.append(asyncio.ensure_future(coro))
+        task_run = TaskRunContext.get()
+        run_id = task_run.task_run.id if task_run else None
+        self._pending_artifacts.append((key, markdown, f"folpipe task {label}", run_id))
 
     def branch_runner(self, task: Task) -> Any:
         """The parent task (``branch_as: task``) or subflow running a branch's children."""
         built = self._branches.get(task.path)
         if built is not None:
             return built
-        run = self
 
-        async def run_folder_branch(
-            context: dict[str, Any], label: str, scope: list[int] | None = None
-        ) -> dict[str, Any]:
-            outcome = await run.run_branch(task, context, Scope(tuple(scope or ())))
-            if outcome.status == "failed":
-                raise outcome.error or FolpipeError(f"branch '{task.path}' failed")
-            return {"status": outcome.status, "delta": outcome.delta}
+        async def run_folder_branch(context: dict, label: str, scope: list | None = None) -> dict:
+            return await self.execute_branch(task, context, scope)
 
         run_folder_branch.__name__ = f"folpipe_branch_{slug(task.path, limit=40)}"
         if self.branch_mode(task) == "subflow":
@@ -266,10 +280,19 @@ class WorkflowRun:
                 task_run_name="{label}",
                 cache_policy=NO_CACHE,
                 persist_result=False,
-                tags=[*self.tags_for(task), "branch"],
+                tags=self.task_run_tags(task, "branch"),
             )
         self._branches[task.path] = built
         return built
+
+    async def execute_branch(
+        self, task: Task, context: dict[str, Any], scope: list[int] | None
+    ) -> dict[str, Any]:
+        """The body of a branch run (task or subflow): raises when the branch failed."""
+        outcome = await self.run_branch(task, context, Scope(tuple(scope or ())))
+        if outcome.status == "failed":
+            raise outcome.error or FolpipeError(f"branch '{task.path}' failed")
+        return {"status": outcome.status, "delta": outcome.delta}
 
     @staticmethod
     def branch_mode(task: Task) -> str:
@@ -383,8 +406,7 @@ class WorkflowRun:
         }
         if wait_for:
             call["wait_for"] = list(wait_for)
-        with prefect_tags(*self.tags_for(task)):
-            state = await runner(**call)
+        state = await runner(**call)
         if state.is_completed():
             value = await state.aresult()
             return _Pass(value["status"], dict(value["delta"]), None, state)
@@ -429,11 +451,8 @@ class WorkflowRun:
         self.tracker._emit("iteration", record)
 
     async def aclose(self) -> None:
-        if self._background:
-            done = await asyncio.gather(*self._background, return_exceptions=True)
-            for item in done:
-                if isinstance(item, BaseException):
-                    LOG.debug("artifact not created: %s", item)
+        await artifacts.publish_tasks(self._pending_artifacts)
+        self._pending_artifacts.clear()
         await self.pool.aclose()
 
 
@@ -502,6 +521,16 @@ def _preflight(run: WorkflowRun, tasks: Sequence[Task]) -> None:
     for task in tasks:
         if task.runs_agent:
             run.pool.for_task(task)
+
+
+async def preflight(workflow: Workflow, options: RunOptions) -> None:
+    """Raise ``ConfigError`` before a flow run exists when a provider cannot be built."""
+    run = WorkflowRun(workflow, options)
+    try:
+        target = workflow.find(options.only) if options.only else workflow.root
+        _preflight(run, list(target.walk()))
+    finally:
+        await run.pool.aclose()
 
 
 async def run_root(

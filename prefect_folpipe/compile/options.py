@@ -15,6 +15,7 @@ logger, ledger) -> TaskOutcome``."""
 ArtifactLevel = Literal["all", "summary", "none"]
 RESULTS_ENV = "FOLPIPE_RESULTS_DIR"
 ARTIFACTS_ENV = "FOLPIPE_ARTIFACTS"
+TASK_TAGS_ENV = "FOLPIPE_TASK_TAGS"
 
 
 @dataclass
@@ -38,6 +39,10 @@ class RunOptions:
     listeners: list[Callable[[str, Any], None]] = field(default_factory=list)
     """Called with ``(event, TaskRecord)`` on every state change (live progress view)."""
     keep_run_record: bool = True
+    task_tags: bool | None = None
+    """Tag every leaf task run (``folpipe``, ``workflow:``, ``provider:``, ``model:``). Each
+    tagged task run costs one concurrency-limit request to the API; default from
+    ``$FOLPIPE_TASK_TAGS`` (``1``/``0``), else on."""
 
     def storage_for(self, root_dir: Path) -> Any:
         """The result storage to use: explicit, then the environment, then the default."""
@@ -49,6 +54,11 @@ class RunOptions:
         if env:
             return Path(env)
         return root_dir / ".folpipe" / "results"
+
+    def task_tags_enabled(self) -> bool:
+        if self.task_tags is not None:
+            return self.task_tags
+        return os.environ.get(TASK_TAGS_ENV, "0").strip().lower() in ("1", "true", "yes")
 
     def artifact_level(self) -> ArtifactLevel:
         if self.artifacts is not None:

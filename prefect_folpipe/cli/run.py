@@ -1,0 +1,175 @@
+"""``folpipe run PATH``: run a workflow as a Prefect flow (live view, or one JSON document).
+
+Exit codes: 0 the workflow completed, 1 it failed, 2 invalid workflow / configuration / usage.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+import yaml
+from rich.table import Table
+
+from ..errors import ConfigError
+from ..spec.tree import Workflow
+from ._render import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    error_payload,
+    get_console,
+    handle_errors,
+    print_error,
+    print_json,
+)
+
+
+def parse_context(value: str | None) -> dict[str, Any]:
+    """``--context``: a JSON object, or ``@file`` (JSON or YAML). Raises ``ConfigError`` FP402."""
+    if not value:
+        return {}
+    source = "--context"
+    text = value
+    if value.startswith("@"):
+        file = Path(value[1:])
+        source = str(file)
+        try:
+            text = file.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(
+                f"cannot read the --context file {file}: {exc.strerror}",
+                code="FP402",
+                hint='pass --context \'{"key": "value"}\' or --context @file.json',
+            ) from None
+    try:
+        data = json.loads(text) if not value.startswith("@") else yaml.safe_load(text)
+    except (ValueError, yaml.YAMLError) as exc:
+        raise ConfigError(
+            f"{source} is not valid JSON: {exc}",
+            code="FP402",
+            hint='pass a JSON object, e.g. --context \'{"topic": "prefect"}\'',
+        ) from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(
+            f"{source} must be a JSON object, got {type(data).__name__}",
+            code="FP402",
+            hint='wrap the values in an object: {"key": value}',
+        )
+    return data
+
+
+def load(path: Path) -> Workflow:
+    from ..loader import load_workflow
+
+    return load_workflow(path)
+
+
+def summary_table(result: Any) -> Table:
+    """The per-task summary printed after a run."""
+    table = Table(title=f"{result.workflow}: {result.status}", title_justify="left")
+    for column in ("task", "status", "attempts", "iterations", "model calls", "tokens", "time"):
+        table.add_column(column, justify="left" if column in ("task", "status") else "right")
+    for row in result.tasks:
+        usage = row["usage"]
+        table.add_row(
+            row["path"] or "(root)",
+            row["status"],
+            str(row["attempts"]),
+            "" if row["iterations"] is None else str(row["iterations"]),
+            str(row["model_calls"]),
+            str(usage["input_tokens"] + usage["output_tokens"]),
+            f"{row['duration_s']:.2f}s",
+        )
+    return table
+
+
+def execute(workflow: Workflow, context: dict[str, Any], options: Any, as_json: bool) -> int:
+    """Run, print (live view + summary, or the JSON document) and return the exit code."""
+    from ..compile import run_workflow
+
+    console = get_console()
+    if as_json:
+        with contextlib.redirect_stdout(sys.stderr):
+            result = run_workflow(workflow, context, options=options)
+    else:
+        from ._progress import ProgressView
+
+        view = ProgressView(workflow, console)
+        options.listeners.append(view.listener)
+        with view.live():
+            result = run_workflow(workflow, context, options=options)
+    if isinstance(result.error, ConfigError):
+        if as_json:
+            print_json(error_payload(result.error))
+        else:
+            print_error(result.error, get_console(stderr=True), root=workflow.root_dir)
+        return EXIT_USAGE
+    if as_json:
+        print_json(result.to_dict())
+    else:
+        console.print(summary_table(result))
+        _print_outcome(console, result)
+    return EXIT_OK if result.status == "completed" else EXIT_FAILED
+
+
+def _print_outcome(console: Any, result: Any) -> None:
+    reused = result.reused()
+    if reused:
+        console.print(
+            f"reused {len(reused)} checkpoint(s): {', '.join(p or '(root)' for p in reused)}"
+        )
+    usage = result.usage
+    console.print(
+        f"{usage['model_calls']} model call(s), {usage['input_tokens']} in / "
+        f"{usage['output_tokens']} out tokens · flow run {result.flow_run_id}"
+    )
+    if result.status == "failed":
+        failed = [row for row in result.tasks if row["status"] == "failed" and row["error"]]
+        for row in failed[:5]:
+            console.print(f"[red]✗ {row['path'] or '(root)'}[/red]: {row['error']}")
+
+
+def run_options(
+    provider: str | None, replies: Path | None, fresh: bool, record: Path | None = None
+) -> Any:
+    from ..compile.options import RunOptions
+
+    return RunOptions(provider=provider, replies=replies, fresh=fresh, record=record)
+
+
+@click.command(name="run")
+@click.argument("path", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--context", "context_arg", help="Initial context: a JSON object or @file.")
+@click.option("--provider", help="Override every task's provider (e.g. scripted).")
+@click.option(
+    "--replies", type=click.Path(dir_okay=False, path_type=Path), help="Scripted replies file."
+)
+@click.option("--fresh", is_flag=True, help="Ignore checkpoints: re-run every task.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@click.option(
+    "--record",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Record every model call to this cassette (replay it with the replay provider).",
+)
+def command(
+    path: Path,
+    context_arg: str | None,
+    provider: str | None,
+    replies: Path | None,
+    fresh: bool,
+    as_json: bool,
+    record: Path | None,
+) -> None:
+    """Run the workflow folder PATH as a Prefect flow."""
+    with handle_errors(json_output=as_json, root=path):
+        context = parse_context(context_arg)
+        workflow = load(path)
+    options = run_options(provider, replies, fresh, record)
+    raise click.exceptions.Exit(execute(workflow, context, options, as_json))
