@@ -109,3 +109,23 @@ async def test_token_budget_stops_the_second_call(prefect_harness, tmp_path: Pat
     assert result.status == "failed"
     assert "token budget of the workflow reached" in str(result.error)
     assert len(scripted_wire.requests) == 1, "the call over budget was never made"
+
+
+def test_cli_record_then_replay(prefect_harness, tmp_path: Path, scripted_wire) -> None:  # type: ignore[no-untyped-def]
+    from click.testing import CliRunner
+
+    from prefect_folpipe.cli import cli
+
+    root = weather_workflow(tmp_path, scripted_wire)
+    cassette = tmp_path / "ci.json"
+    runner = CliRunner()
+    recorded = runner.invoke(cli, ["run", str(root), "--record", str(cassette), "--json"])
+    assert recorded.exit_code == 0, recorded.output
+    assert json.loads(recorded.stdout)["context"]["summary"] == "Sunny, 24C"
+    assert json.loads(cassette.read_text())["providers"] == ["anthropic"]
+
+    replay = ["run", str(root), "--provider", "replay", "--replies", str(cassette)]
+    replayed = runner.invoke(cli, [*replay, "--fresh", "--json"])
+    assert replayed.exit_code == 0, replayed.output
+    assert json.loads(replayed.stdout)["context"]["summary"] == "Sunny, 24C"
+    assert len(scripted_wire.requests) == 2
