@@ -368,7 +368,11 @@ class Discovery:
         for child in [*task.children, *task.disabled]:
             if child.name in seen:
                 other = seen[child.name]
+                # point at the `name:` that causes the clash when one of the two has it
                 file, line = _name_site(child)
+                if line is None:
+                    file, line = _name_site(other)
+                    file, line = (file, line) if line is not None else _name_site(child)
                 self.error(
                     "FP110",
                     f"two subtasks are named {child.name!r} ({other.rel_dir} and {child.rel_dir})",

@@ -45,7 +45,7 @@ def test_broken_fixture_reports_every_problem_in_one_pass() -> None:
         ("FP120", "instructions.md", 2, ""),
         ("FP102", "subtasks/g/task.yaml", 2, "g"),
         ("FP125", "subtasks/a/task.yaml", 3, "a"),
-        ("FP110", "subtasks/a", None, ""),
+        ("FP110", "subtasks/10_d/task.yaml", 2, ""),
         ("FP160", "subtasks/h/task.yaml", 2, "h"),
         ("FP122", "subtasks/i/instructions.md", 4, "i"),
         ("FP121", "shared/instructions/loop_b.md", 1, "i"),
