@@ -219,7 +219,7 @@ def _unknown_type(key: str, block: ProviderConfig, source: SourceMap) -> Diagnos
 def _unknown_provider(
     name: str, table: ProviderTable, source: SourceMap, loc: tuple[str, ...], task: str
 ) -> Diagnostic:
-    close = suggest(name, table.names())
+    close = suggest(name, table.names(), cutoff=0.7)
     return Diagnostic(
         "FP160",
         f"unknown provider {name!r}",

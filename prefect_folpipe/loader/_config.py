@@ -44,9 +44,9 @@ def dotted(loc: Loc) -> str:
     return text or "<document>"
 
 
-def suggest(word: object, choices: list[str]) -> str | None:
+def suggest(word: object, choices: list[str], cutoff: float = 0.6) -> str | None:
     """The closest choice to ``word`` (difflib), for a "did you mean" hint."""
-    close = difflib.get_close_matches(str(word), choices, n=1, cutoff=0.6)
+    close = difflib.get_close_matches(str(word), choices, n=1, cutoff=cutoff)
     return close[0] if close else None
 
 
