@@ -89,8 +89,13 @@ def create(
     **schedule: Any,
 ) -> None:
     """Create or update the deployment of the workflow folder PATH through the Prefect API."""
-    from ..deploy.api import DeployRequest, create_deployment
-    from ..deploy.options import deployment_parameters, load, parse_params
+    from ..deploy.options import (
+        DeployRequest,
+        deployment_parameters,
+        load,
+        parse_params,
+        resolve_pool,
+    )
 
     with handle_errors(json_output=as_json):
         workflow = load(path)
@@ -103,6 +108,9 @@ def create(
             generic=generic,
             paused=paused,
         )
+        resolve_pool(workflow, pool)
+        from ..deploy.api import create_deployment  # imports Prefect: only after the checks
+
         result = asyncio.run(create_deployment(workflow, request))
     if as_json:
         print_json(result.to_dict())

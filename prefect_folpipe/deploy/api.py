@@ -14,7 +14,7 @@ Both use pull steps that set the working directory to the folder and install its
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from uuid import UUID
@@ -24,6 +24,7 @@ from prefect.runner.storage import LocalStorage
 from ..errors import ConfigError
 from ..spec.config import Schedule
 from ..spec.tree import Workflow
+from .options import DeployRequest, resolve_pool
 from .project import (
     ENTRYPOINT,
     dependency_job_variables,
@@ -43,19 +44,6 @@ class WorkflowStorage(LocalStorage):
 
     def to_pull_step(self) -> list[dict[str, Any]]:  # type: ignore[override]
         return list(self._steps)
-
-
-@dataclass(frozen=True)
-class DeployRequest:
-    """What to deploy, after the command line was parsed and checked."""
-
-    name: str | None = None
-    pool: str | None = None
-    schedule: Schedule | None = None
-    parameters: dict[str, Any] = field(default_factory=dict)
-    tags: tuple[str, ...] = ()
-    generic: bool = False
-    paused: bool = False
 
 
 @dataclass(frozen=True)
@@ -131,20 +119,6 @@ async def work_pool_type(name: str) -> str:
             hint="is the server running? check PREFECT_API_URL",
         ) from None
     return pool.type
-
-
-def resolve_pool(workflow: Workflow, pool: str | None) -> str:
-    """``--pool`` or the root ``deploy.work_pool``; FP614 when neither says."""
-    deploy = workflow.root.config.deploy
-    chosen = pool or (deploy.work_pool if deploy else None)
-    if not chosen:
-        raise ConfigError(
-            "no work pool: pass --pool or set `deploy: {work_pool: ...}` in the root task.yaml",
-            code="FP614",
-            hint="`prefect work-pool create local --type process`, or use `folpipe serve` "
-            "to run without a pool",
-        )
-    return chosen
 
 
 def prefect_schedules(schedule: Schedule | None) -> list[Any]:

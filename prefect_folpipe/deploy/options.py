@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -149,3 +150,30 @@ def _reject_unknown(parameters: dict[str, Any], *, accepted: Sequence[str]) -> N
             hint="declare workflow inputs under `input:` in the root task.yaml, "
             "or pass them inside --param context=...",
         )
+
+
+@dataclass(frozen=True)
+class DeployRequest:
+    """What to deploy, after the command line was parsed and checked."""
+
+    name: str | None = None
+    pool: str | None = None
+    schedule: Schedule | None = None
+    parameters: dict[str, Any] = field(default_factory=dict)
+    tags: tuple[str, ...] = ()
+    generic: bool = False
+    paused: bool = False
+
+
+def resolve_pool(workflow: Workflow, pool: str | None) -> str:
+    """``--pool`` or the root ``deploy.work_pool``; FP614 when neither says."""
+    deploy = workflow.root.config.deploy
+    chosen = pool or (deploy.work_pool if deploy else None)
+    if not chosen:
+        raise ConfigError(
+            "no work pool: pass --pool or set `deploy: {work_pool: ...}` in the root task.yaml",
+            code="FP614",
+            hint="`prefect work-pool create local --type process`, or use `folpipe serve` "
+            "to run without a pool",
+        )
+    return chosen

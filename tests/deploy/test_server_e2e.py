@@ -167,14 +167,23 @@ def test_deploy_schedule_work_and_resume_on_a_real_server(
     args = ["deploy", str(resumable), "--name", "resume", "--pool", POOL, "--param", "topic=delta"]
     ok(server.run([FOLPIPE, *args]))
 
+    # 4. the generic entrypoint: prefect_folpipe.flows:run_workflow with path=<folder>
+    generic = copy_workflow(tmp_path, "generic")
+    args = ["deploy", str(generic), "--generic", "--name", "gen", "--pool", POOL, "--json"]
+    deployed = json.loads(ok(server.run([FOLPIPE, *args, "--param", "topic=zeta"])).stdout)
+    assert deployed["entrypoint"] == "prefect_folpipe.flows.run_workflow"
+    assert deployed["parameters"]["path"] == str(generic.resolve())
+
     manual = trigger(server, "report/api", "topic=gamma")
+    via_generic = trigger(server, "folpipe-run/gen")
     from_yaml = trigger(server, "report/yaml")
     doomed = trigger(server, "report/resume")
     scheduled = keep_first_scheduled_run(server, "report/api")
     run_worker_once(server, tmp_path / "worker-1.log")
 
-    states = flow_run_states(server, [manual, from_yaml, scheduled, doomed])
+    states = flow_run_states(server, [manual, from_yaml, scheduled, doomed, via_generic])
     assert states == {
+        via_generic: "Completed",
         manual: "Completed",
         from_yaml: "Completed",
         scheduled: "Completed",
@@ -190,6 +199,11 @@ def test_deploy_schedule_work_and_resume_on_a_real_server(
     assert "gamma" in str(seen["research"])
     assert evidence(via_api, scheduled)["topic"] == "alpha"
     assert evidence(via_yaml, from_yaml)["topic"] == "beta"
+    assert evidence(generic, via_generic)["topic"] == "zeta"
+    assert task_run_states(server, via_generic, 2) == {
+        "research": "Completed",
+        "write": "Completed",
+    }
 
     # the failed deployment's next run resumes from checkpoints
     assert task_run_states(server, doomed, 2) == {"research": "Completed", "write": "Failed"}
