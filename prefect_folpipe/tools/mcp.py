@@ -17,7 +17,7 @@ A stdio server is started (working directory: the workflow root) the first time 
 calls one of its tools and stopped when the task's toolbox closes; it gets only a minimal
 environment plus its ``env:`` entries, where ``${VAR}`` passes a variable of the host
 explicitly. The server's tool list gives each tool its JSON schema and, when tools.md has
-none, its description (``prepare_toolbox``).
+none, its description (``prepare_toolbox``); the list is fetched once per server and process.
 """
 
 from __future__ import annotations
@@ -37,6 +37,10 @@ from ..spec.config import McpServer
 from ..spec.tree import ToolSpec
 from .context import ToolContext
 from .runtime import register_runner
+
+_LISTINGS: dict[tuple[str, str, str], dict[str, Any]] = {}
+"""Tool lists seen per (workflow root, server name, server settings): later task runs get the
+schemas without starting the server until a tool is actually called."""
 
 CONNECTIONS_KEY = "mcp_connections"
 LOCK_KEY = "mcp_connections_lock"
@@ -249,9 +253,24 @@ async def connection_for(ctx: ToolContext, name: str) -> McpConnection:
             )
         connection = McpConnection(name, servers[name], ctx.workflow_root)
         await connection.open()
+        _LISTINGS[_listing_key(ctx, name)] = connection.tools
         connections[name] = connection
         ctx.on_close(connection.aclose)
         return connection
+
+
+def _listing_key(ctx: ToolContext, name: str) -> tuple[str, str, str]:
+    server = servers_of(ctx).get(name)
+    settings = server.model_dump_json() if server is not None else ""
+    return (str(ctx.workflow_root), name, settings)
+
+
+async def server_tools(ctx: ToolContext, name: str) -> dict[str, Any]:
+    """The tools of server ``name``: from an earlier listing of this process, else live."""
+    cached = _LISTINGS.get(_listing_key(ctx, name))
+    if cached is not None:
+        return cached
+    return (await connection_for(ctx, name)).tools
 
 
 async def run_mcp_tool(spec: ToolSpec, arguments: Mapping[str, Any], ctx: ToolContext) -> Any:
@@ -264,19 +283,20 @@ async def run_mcp_tool(spec: ToolSpec, arguments: Mapping[str, Any], ctx: ToolCo
 async def prepare_toolbox(toolbox: Any) -> None:
     """Give the toolbox's mcp tools the schema (and missing description) of the server's tool.
 
-    Call it before the first tool call. It opens each server the task's mcp tools use; the
-    connections are reused by the calls and closed with the toolbox. A server that cannot
-    start leaves its tools as declared (the first call then reports the error to the model).
+    Call it before the first tool call. A server whose tool list this process has not seen
+    yet is started (the connection is reused by the calls and closed with the toolbox); later
+    task runs reuse the list and start the server only when a tool is called. A server that
+    cannot start leaves its tools as declared (the first call then reports the error).
     """
     for name, spec in list(toolbox.tools.items()):
         if spec.kind != "mcp":
             continue
         try:
-            connection = await connection_for(toolbox.ctx, str(spec.metadata.get("server", "")))
+            tools = await server_tools(toolbox.ctx, str(spec.metadata.get("server", "")))
         except McpToolError as exc:
             toolbox.logger.warning("mcp tool %s: %s", name, exc)
             continue
-        remote = connection.tools.get(str(spec.metadata.get("tool") or spec.name))
+        remote = tools.get(str(spec.metadata.get("tool") or spec.name))
         if remote is None:
             continue
         toolbox.tools[name] = with_remote_schema(spec, remote)

@@ -224,3 +224,29 @@ async def test_url_server(tmp_path: Path, http_mcp_server: str) -> None:
         assert not result.is_error and json.loads(result.content) == {"result": 42}
     finally:
         await box.aclose()
+
+
+async def test_tool_list_is_fetched_once_per_server(tmp_path: Path) -> None:
+    from prefect_folpipe.tools.mcp import CONNECTIONS_KEY
+
+    servers = {"test": server()}
+    first = toolbox(tmp_path, servers)
+    try:
+        await prepare_toolbox(first)
+        assert "test" in first.ctx.resources[CONNECTIONS_KEY]
+    finally:
+        await first.aclose()
+
+    second = toolbox(tmp_path, servers)
+    try:
+        await prepare_toolbox(second)
+        assert not second.ctx.resources.get(CONNECTIONS_KEY), "no server started for schemas"
+        assert {d.name: d for d in second.definitions()}["add"].parameters["required"] == [
+            "a",
+            "b",
+        ]
+        result = await second.call(ToolCall("1", "add", {"a": 1, "b": 1}))
+        assert json.loads(result.content) == {"result": 2}
+        assert "test" in second.ctx.resources[CONNECTIONS_KEY]
+    finally:
+        await second.aclose()
