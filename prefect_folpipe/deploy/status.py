@@ -3,8 +3,11 @@
 A workflow's runs are the top-level flow runs of its own flow (named after the workflow, from
 ``folder_to_flow`` or its ``flow.py``), the generic ``folpipe-run`` flow runs whose ``path``
 parameter is the folder, and any top-level run tagged ``workflow:<name>`` (deployment tags).
-Task counts cover the run and all its subflow runs; subflow placeholder task runs are not
-counted. Works against the ephemeral history (``$PREFECT_HOME``) as well as a server.
+Several folders may hold workflows of the same name, so a run counts for this folder when
+it is in the folder's run records (``.folpipe/runs/``), when its deployment works in this
+folder, or when it is an unfinished ad-hoc run. Task counts cover the run and all its subflow
+runs; subflow placeholder task runs are not counted. Works against the ephemeral history
+(``$PREFECT_HOME``) as well as a server.
 """
 
 from __future__ import annotations
@@ -141,8 +144,8 @@ class _Whereabouts:
             return _same_folder(run.parameters, self.root)
         if str(run.id) in self.recorded:
             return True
-        if run.deployment_id is None:
-            return True  # an ad-hoc run not recorded (yet): it carries this workflow's name
+        if run.deployment_id is None:  # ad hoc: recorded when it ends, so only if running
+            return run.state is not None and not run.state.is_final()
         if run.deployment_id not in self._deployments:
             deployment = await client.read_deployment(run.deployment_id)
             self._deployments[run.deployment_id] = deployment_directory(deployment)

@@ -55,3 +55,34 @@ async def test_generic_flow_runs_a_folder_named_after_it(
         run = await client.read_flow_run(state.state_details.flow_run_id)
     assert run.name.startswith("report-")
     assert "workflow:report" in run.tags
+
+
+@pytest.mark.prefect
+async def test_status_lists_the_folders_runs_with_task_counts(
+    prefect_harness: str, report: Path, tmp_path: Path
+) -> None:
+    import asyncio
+
+    from prefect_folpipe.compile import arun_workflow
+    from prefect_folpipe.deploy.status import recent_runs
+    from prefect_folpipe.loader import load_workflow
+
+    other = tmp_path / "elsewhere" / "report"  # same workflow name, another folder
+    shutil.copytree(FIXTURE, other)
+    assert (await arun_workflow(other, {"topic": "x"})).status == "completed"
+    first = await arun_workflow(report, {"topic": "status"})
+    second = await arun_workflow(report, {"topic": "status"})
+    assert (first.status, second.status) == ("completed", "completed")
+
+    workflow = load_workflow(report)
+    runs = await recent_runs(workflow)
+    for _ in range(20):  # task runs are recorded from events, a moment after the flow run
+        if [r.tasks.total for r in runs[:2]] == [2, 2]:
+            break
+        await asyncio.sleep(1)
+        runs = await recent_runs(workflow)
+    assert [r.flow_run_id for r in runs] == [second.flow_run_id, first.flow_run_id]
+    newest, oldest = runs
+    assert (newest.state, newest.tasks.cached, newest.tasks.failed) == ("Completed", 2, 0)
+    assert (oldest.state, oldest.tasks.completed, oldest.tasks.cached) == ("Completed", 2, 0)
+    assert newest.duration_s is not None and newest.flow_name == "report"
