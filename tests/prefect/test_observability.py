@@ -1,0 +1,115 @@
+"""Run names, tags and artifacts read back through Prefect's client."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import pytest
+
+from prefect_folpipe.compile.options import RunOptions
+
+pytestmark = pytest.mark.prefect
+
+
+def _files(**root: Any) -> dict[str, Any]:
+    return {
+        "task.yaml": {
+            "name": "observed",
+            "subtasks": {"execution_type": "sequential"},
+            **root,
+        },
+        "replies.yaml": {
+            "tasks": {
+                "research": [{"output": {"notes": "n1"}}],
+                "review": [{"output": {"approved": False}}, {"output": {"approved": True}}],
+            }
+        },
+        "subtasks/10_research/instructions.md": "Research the topic: find three facts.",
+        "subtasks/10_research/task.yaml": {"output": ["notes"], "settings": {"tags": ["llm"]}},
+        "subtasks/20_refine/task.yaml": {
+            "subtasks": {
+                "execution_type": "loop",
+                "until": "context.approved",
+                "max_iterations": 3,
+            }
+        },
+        "subtasks/20_refine/subtasks/review/instructions.md": "Review the notes.",
+        "subtasks/20_refine/subtasks/review/task.yaml": {"output": ["approved"]},
+    }
+
+
+async def _task_runs(flow_run_id: str, expected: int) -> list[Any]:
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+
+    async with get_client() as client:
+        runs: list[Any] = []
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            runs = await client.read_task_runs(
+                flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id]))
+            )
+            if len(runs) >= expected:
+                break
+            await asyncio.sleep(0.5)
+        return runs
+
+
+async def _flow_run(flow_run_id: str) -> Any:
+    from prefect.client.orchestration import get_client
+
+    async with get_client() as client:
+        return await client.read_flow_run(flow_run_id)
+
+
+async def _artifacts(flow_run_id: str) -> list[Any]:
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
+
+    async with get_client() as client:
+        return await client.read_artifacts(
+            artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id]))
+        )
+
+
+def test_task_run_names_follow_paths_and_loop_iterations(make_workflow, run):
+    result = run(make_workflow(_files()))
+    assert result.status == "completed"
+    runs = asyncio.run(_task_runs(result.flow_run_id, 4))
+    names = {r.name for r in runs}
+    assert {"research", "refine", "refine/review[1]", "refine/review[2]"} <= names
+
+
+def test_tags_on_flow_run_and_on_tasks_that_declare_tags(make_workflow, run):
+    result = run(make_workflow(_files()))
+    flow_run = asyncio.run(_flow_run(result.flow_run_id))
+    assert {"folpipe", "workflow:observed", "provider:scripted"} <= set(flow_run.tags)
+    runs = {r.name: r for r in asyncio.run(_task_runs(result.flow_run_id, 4))}
+    assert {"folpipe", "workflow:observed", "provider:scripted", "llm"} <= set(
+        runs["research"].tags
+    )
+
+
+def test_every_task_run_tagged_when_enabled(make_workflow, run):
+    result = run(make_workflow(_files()), options=RunOptions(task_tags=True))
+    runs = asyncio.run(_task_runs(result.flow_run_id, 4))
+    for task_run in runs:
+        assert {"folpipe", "workflow:observed"} <= set(task_run.tags), task_run.name
+    review = next(r for r in runs if r.name == "refine/review[1]")
+    assert "provider:scripted" in review.tags
+
+
+def test_markdown_artifact_per_task_and_a_summary_table(make_workflow, run):
+    result = run(make_workflow(_files()))
+    artifacts = asyncio.run(_artifacts(result.flow_run_id))
+    by_key = {a.key: a for a in artifacts}
+    assert "observed-research" in by_key
+    research = by_key["observed-research"]
+    assert research.type == "markdown"
+    assert "Research the topic" in research.data
+    assert "n1" in research.data
+    assert "observed-summary" in by_key
+    assert by_key["observed-summary"].type == "table"
+    assert all(key == key.lower() and "/" not in key for key in by_key if key)
