@@ -23,7 +23,7 @@ from prefect.cache_policies import NO_CACHE
 from prefect.context import FlowRunContext, TaskRunContext
 from prefect.logging import get_run_logger
 
-from ..errors import ConfigError, FolpipeError
+from ..errors import ConfigError, FolpipeError, ProviderError
 from ..spec.tree import Task, Workflow
 from . import artifacts
 from .cache import cache_key, slug, task_identity
@@ -516,11 +516,21 @@ async def _tag_flow_run(tags: Sequence[str]) -> str | None:
     return str(flow_run.id)
 
 
-def _preflight(run: WorkflowRun, tasks: Sequence[Task]) -> None:
-    """Resolve every agent task's provider up front: config mistakes fail before any call."""
+async def _preflight(run: WorkflowRun, tasks: Sequence[Task]) -> None:
+    """Resolve every agent task's provider up front: config mistakes fail before any call.
+
+    A task with tools also asks its provider whether the model can call tools
+    (``check_capabilities``, e.g. Ollama models without tool support fail here, FP323).
+    """
     for task in tasks:
         if task.runs_agent:
-            run.pool.for_task(task)
+            provider = run.pool.for_task(task)
+            check = getattr(provider, "check_capabilities", None)
+            if check is not None and any(tool.executable for tool in task.tools):
+                try:
+                    await check(task)
+                except ProviderError:  # server unreachable now: the model call will report it
+                    continue
 
 
 async def preflight(workflow: Workflow, options: RunOptions) -> None:
@@ -528,7 +538,7 @@ async def preflight(workflow: Workflow, options: RunOptions) -> None:
     run = WorkflowRun(workflow, options)
     try:
         target = workflow.find(options.only) if options.only else workflow.root
-        _preflight(run, list(target.walk()))
+        await _preflight(run, list(target.walk()))
     finally:
         await run.pool.aclose()
 
@@ -549,7 +559,7 @@ async def run_root(
     seeded = seed_context(workflow, context)
     started = time.monotonic()
     try:
-        _preflight(run, list(target.walk()))
+        await _preflight(run, list(target.walk()))
         outcome = await _run_target(run, target, seeded)
     except ConfigError as exc:
         outcome = _Pass("failed", {}, exc)

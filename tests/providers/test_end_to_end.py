@@ -129,3 +129,22 @@ def test_cli_record_then_replay(prefect_harness, tmp_path: Path, scripted_wire) 
     assert replayed.exit_code == 0, replayed.output
     assert json.loads(replayed.stdout)["context"]["summary"] == "Sunny, 24C"
     assert len(scripted_wire.requests) == 2
+
+
+async def test_model_without_tool_support_fails_before_the_run(
+    prefect_harness, tmp_path: Path, http
+):  # type: ignore[no-untyped-def]
+    wire = make_wire("ollama", http, capabilities=["completion"])
+    root = tmp_path / "wf"
+    root.mkdir()
+    (root / "task.yaml").write_text(
+        f"name: local\nproviders:\n  default: local\n  local: {{type: ollama, model: tiny, "
+        f"base_url: '{wire.base_url}'}}\n"
+    )
+    (root / "instructions.md").write_text("Use the tool.\n")
+    (root / "tools.md").write_text(TOOLS.format(url=http.url_for("/weather"), key_env=KEY_ENV))
+    result = await arun_workflow(root, options=RunOptions(fresh=True))
+    assert result.status == "failed"
+    assert getattr(result.error, "code", None) == "FP323"
+    assert "cannot call tools" in str(result.error)
+    assert wire.requests == [], "no chat request was sent"
