@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import sys
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ import click
 import yaml
 from rich.table import Table
 
-from ..errors import ConfigError
+from ..errors import ConfigError, FolpipeError
 from ..spec.tree import Workflow
 from ._render import (
     EXIT_FAILED,
@@ -90,10 +91,31 @@ def summary_table(result: Any) -> Table:
     return table
 
 
+class _NoFolpipeTracebacks(logging.Filter):
+    """Console logs keep our errors' messages (code + text) but drop their tracebacks."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, FolpipeError):
+            record.exc_info = None
+            record.exc_text = None
+        return True
+
+
+def quiet_console_tracebacks() -> None:
+    """Install the filter on Prefect's console handlers (the UI's API logs keep everything)."""
+    for name in ("", "prefect", "prefect.flow_runs", "prefect.task_runs"):
+        for handler in logging.getLogger(name).handlers:
+            is_console = isinstance(handler, logging.StreamHandler)
+            if is_console and not any(isinstance(f, _NoFolpipeTracebacks) for f in handler.filters):
+                handler.addFilter(_NoFolpipeTracebacks())
+
+
 def execute(workflow: Workflow, context: dict[str, Any], options: Any, as_json: bool) -> int:
     """Run, print (live view + summary, or the JSON document) and return the exit code."""
     from ..compile import run_workflow
 
+    quiet_console_tracebacks()
     console = get_console()
     if as_json:
         with contextlib.redirect_stdout(sys.stderr):
