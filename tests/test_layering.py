@@ -10,7 +10,7 @@ PACKAGE = Path(__file__).parent.parent / "prefect_folpipe"
 # module prefix -> package paths (relative to prefect_folpipe/) allowed to import it
 ALLOWED: dict[str, tuple[str, ...]] = {
     "prefect": ("compile/", "cli/", "deploy/", "flows.py"),
-    "prefect_dask": ("compile/",),
+    "prefect_dask": ("compile/", "deploy/"),
     "anthropic": ("providers/anthropic.py",),
     "openai": ("providers/openai.py",),
     "ollama": ("providers/ollama.py",),

@@ -1,0 +1,55 @@
+"""Scale-out: a workflow's parallel leaves on Prefect's Dask task runner, against a real server."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+from uuid import UUID
+
+import pytest
+
+from prefect_folpipe.deploy.dask import local_cluster_kwargs
+from prefect_folpipe.spec.tree import EffectiveSettings
+
+from .server import PrefectServer
+from .test_server_e2e import ok, task_run_states
+
+FIXTURE = Path(__file__).parent.parent / "fixtures" / "deploy" / "fanout"
+PROBE = Path(__file__).parent / "dask_probe.py"
+
+
+def test_local_cluster_has_one_process_per_parallel_slot() -> None:
+    kwargs = local_cluster_kwargs(EffectiveSettings(parallel_workers=3))
+    assert kwargs == {
+        "n_workers": 3,
+        "threads_per_worker": 1,
+        "processes": True,
+        "dashboard_address": None,
+    }
+
+
+@pytest.mark.server
+@pytest.mark.timeout(400)
+def test_parallel_leaves_run_on_dask_workers(prefect_server: PrefectServer, tmp_path: Path) -> None:
+    workflow = tmp_path / "fanout"
+    shutil.copytree(FIXTURE, workflow)
+
+    def probe() -> dict[str, object]:
+        done = ok(prefect_server.run([sys.executable, str(PROBE), str(workflow)], timeout=240))
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    first = probe()
+    assert first["state"] == "Completed"
+    assert first["context"] == {f"shard_{s}": "shard summarised" for s in "abcd"}
+    pids = first["worker_pids"]
+    assert sorted(pids) == ["shard_a", "shard_b", "shard_c", "shard_d"]
+    assert len(set(pids.values())) == 2  # parallel_workers: 2 worker processes
+    assert first["probe_pid"] not in pids.values()  # not in the flow's own process
+    run = UUID(str(first["flow_run_id"]))
+    assert set(task_run_states(prefect_server, run, 4).values()) == {"Completed"}
+
+    second = probe()  # checkpoints work through Dask too
+    rerun = UUID(str(second["flow_run_id"]))
+    assert task_run_states(prefect_server, rerun, 4) == {f"shard_{s}": "Cached" for s in "abcd"}
