@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -111,6 +112,13 @@ def quiet_console_tracebacks() -> None:
                 handler.addFilter(_NoFolpipeTracebacks())
 
 
+def quiet_console_info() -> None:
+    """Console handlers show warnings and errors only (the UI still gets every log)."""
+    for handler in logging.getLogger().handlers:
+        if isinstance(handler, logging.StreamHandler):
+            handler.setLevel(logging.WARNING)
+
+
 def execute(workflow: Workflow, context: dict[str, Any], options: Any, as_json: bool) -> int:
     """Run, print (live view + summary, or the JSON document) and return the exit code."""
     from ..compile import run_workflow
@@ -122,6 +130,9 @@ def execute(workflow: Workflow, context: dict[str, Any], options: Any, as_json: 
             result = run_workflow(workflow, context, options=options)
     else:
         from ._progress import ProgressView
+
+        if console.is_terminal and "PREFECT_LOGGING_LEVEL" not in os.environ:
+            quiet_console_info()  # the live view replaces Prefect's per-task INFO lines
 
         view = ProgressView(workflow, console)
         options.listeners.append(view.listener)
