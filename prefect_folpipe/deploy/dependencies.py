@@ -68,7 +68,7 @@ def install_command(packages: Sequence[str], *, python: str | None = None) -> li
     if uv:
         return [uv, "pip", "install", "--python", python, *packages]
     if _has_pip(python):
-        return [python, "-m", "pip", "install", *packages]
+        return [python, "-m", "pip", "install", "--disable-pip-version-check", *packages]
     raise ConfigError(
         f"cannot install {', '.join(packages)}: neither uv nor pip is available for {python}",
         code="FP621",
