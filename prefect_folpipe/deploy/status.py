@@ -111,8 +111,12 @@ async def _top_level_runs(client: Any, workflow: Workflow, limit: int) -> list[A
     for run in [*by_flow, *by_tag]:
         if run.id not in runs and await where.belongs(client, run, flow_names.get(run.flow_id)):
             runs[run.id] = run
-    ordered = sorted(runs.values(), key=lambda r: r.expected_start_time or r.created, reverse=True)
+    ordered = sorted(runs.values(), key=_started, reverse=True)
     return ordered[:limit]
+
+
+def _started(run: Any) -> Any:
+    return run.start_time or run.expected_start_time or run.created
 
 
 def recorded_run_ids(root: Path) -> set[str]:
