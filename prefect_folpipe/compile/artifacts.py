@@ -7,6 +7,7 @@ tool output are masked before they reach the UI.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import Mapping, Sequence
@@ -100,32 +101,52 @@ def summary_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
-async def publish_tasks(pending: Sequence[tuple[str, str, str, Any]]) -> None:
-    """Create the queued task artifacts, one request at a time, after the tasks ran.
+class ArtifactQueue:
+    """Task artifacts created by one background worker, one request at a time.
 
-    Creating them while tasks run (or all at once) makes the API's SQLite writes contend
-    with the task-run records; queued and sequential they cost a few ms each.
+    Tasks only enqueue (no API call on their path); the worker overlaps the requests with the
+    rest of the run (other tasks' model calls) and ``drain()`` waits for the tail at the end.
+    One request at a time keeps the API's SQLite writes from contending with task-run records.
     """
-    if not pending:
-        return
-    from prefect.client.orchestration import get_client
-    from prefect.client.schemas.actions import ArtifactCreate
 
-    async with get_client() as client:
-        for key, markdown, description, task_run_id in pending:
-            try:
-                await client.create_artifact(
-                    artifact=ArtifactCreate(
-                        key=key,
-                        type="markdown",
-                        description=description,
-                        data=markdown,
-                        task_run_id=task_run_id,
-                        flow_run_id=_flow_run_id(),
-                    )
+    def __init__(self) -> None:
+        self._queue: asyncio.Queue[tuple[str, str, str, Any] | None] = asyncio.Queue()
+        self._worker: asyncio.Task[None] | None = None
+        self._flow_run_id: Any = None
+
+    def put(self, item: tuple[str, str, str, Any]) -> None:
+        if self._worker is None:
+            self._flow_run_id = _flow_run_id()
+            self._worker = asyncio.ensure_future(self._work())
+        self._queue.put_nowait(item)
+
+    async def _work(self) -> None:
+        from prefect.client.orchestration import get_client
+        from prefect.client.schemas.actions import ArtifactCreate
+
+        async with get_client() as client:
+            while (item := await self._queue.get()) is not None:
+                key, markdown, description, task_run_id = item
+                artifact = ArtifactCreate(
+                    key=key,
+                    type="markdown",
+                    description=description,
+                    data=markdown,
+                    task_run_id=task_run_id,
+                    flow_run_id=self._flow_run_id,
                 )
-            except Exception as exc:  # artifacts are reports; never fail a run for one
-                LOG.debug("artifact %s not created: %s", key, exc)
+                try:
+                    await client.create_artifact(artifact=artifact)
+                except Exception as exc:  # artifacts are reports; never fail a run for one
+                    LOG.debug("artifact %s not created: %s", key, exc)
+
+    async def drain(self) -> None:
+        """Wait until every queued artifact is created (call once, at the end of the run)."""
+        if self._worker is None:
+            return
+        self._queue.put_nowait(None)
+        await self._worker
+        self._worker = None
 
 
 def _flow_run_id() -> Any:

@@ -105,7 +105,7 @@ class WorkflowRun:
         self._leaves: dict[tuple[str, str], PrefectTask[..., Any]] = {}
         self._branches: dict[str, Any] = {}
         self._conditions: dict[str, Any] = {}
-        self._pending_artifacts: list[tuple[str, str, str, Any]] = []
+        self._artifacts = artifacts.ArtifactQueue()
 
     # -- set-up ---------------------------------------------------------------------------
 
@@ -254,7 +254,7 @@ class WorkflowRun:
         key = artifacts.task_artifact_key(self.workflow.name, task, phase)
         task_run = TaskRunContext.get()
         run_id = task_run.task_run.id if task_run else None
-        self._pending_artifacts.append((key, markdown, f"folpipe task {label}", run_id))
+        self._artifacts.put((key, markdown, f"folpipe task {label}", run_id))
 
     def branch_runner(self, task: Task) -> Any:
         """The parent task (``branch_as: task``) or subflow running a branch's children."""
@@ -451,8 +451,7 @@ class WorkflowRun:
         self.tracker._emit("iteration", record)
 
     async def aclose(self) -> None:
-        await artifacts.publish_tasks(self._pending_artifacts)
-        self._pending_artifacts.clear()
+        await self._artifacts.drain()
         await self.pool.aclose()
 
 

@@ -1,0 +1,49 @@
+"""Hand-written Prefect flows of the same shapes as the benchmark workflows (the baseline)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from prefect import flow, task
+
+
+@task
+async def model_call(name: str, latency: float) -> str:
+    """Stands in for one model call: waits like the scripted provider does."""
+    await asyncio.sleep(latency)
+    return f"{name}: ok"
+
+
+@flow
+async def parallel_leaves(count: int = 50, latency: float = 1.0) -> list[str]:
+    return await asyncio.gather(*[model_call(f"leaf_{i}", latency) for i in range(count)])
+
+
+@flow
+async def branch(index: int, latency: float) -> list[str]:
+    first = await model_call(f"branch_{index}/first", latency)
+    second = await model_call(f"branch_{index}/second", latency)
+    return [first, second]
+
+
+@flow
+async def parallel_branches(branches: int = 20, latency: float = 1.0) -> list[list[str]]:
+    """One subflow per branch, as a Prefect user would write it."""
+    return await asyncio.gather(*[branch(i, latency) for i in range(branches)])
+
+
+@flow
+async def sequential_chain(count: int = 200) -> list[str]:
+    results = []
+    for i in range(count):
+        results.append(await model_call(f"step_{i}", 0.0))
+    return results
+
+
+@flow
+async def one_task() -> str:
+    return await model_call("one", 0.0)
+
+
+if __name__ == "__main__":  # the cold-start baseline: one bare flow run in a new process
+    asyncio.run(one_task())

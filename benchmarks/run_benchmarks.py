@@ -1,0 +1,193 @@
+"""Benchmarks of the translator against hand-written Prefect flows and the ideal.
+
+    .venv/bin/python benchmarks/run_benchmarks.py [--only 1,2,3,4,5] [--json out.json]
+
+Uses whatever Prefect API the environment selects: the ephemeral SQLite server by default
+(set PREFECT_HOME to a scratch folder), or PREFECT_API_URL. Each scenario runs once, folpipe
+and the hand-written flow side by side in the same process, with a pause between measurements
+so the server has finished recording the previous run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).parent
+sys.path.insert(0, str(HERE))
+
+import handwritten  # noqa: E402
+import workflows  # noqa: E402
+
+SETTLE_S = float(os.environ.get("BENCH_SETTLE_S", "4"))
+
+
+def _timed(fn: Callable[[], Any]) -> tuple[float, Any]:
+    started = time.perf_counter()
+    value = fn()
+    return time.perf_counter() - started, value
+
+
+def _settle() -> None:
+    time.sleep(SETTLE_S)
+
+
+def _run_folpipe(path: Path, **options: Any) -> tuple[float, Any]:
+    from prefect_folpipe.compile import RunOptions, run_workflow
+
+    return _timed(lambda: run_workflow(path, options=RunOptions(**options)))
+
+
+def _run_hand(flow_call: Callable[[], Awaitable[Any]]) -> float:
+    seconds, _ = _timed(lambda: asyncio.run(flow_call()))
+    return seconds
+
+
+def bench_parallel_leaves(scratch: Path) -> dict[str, Any]:
+    wf = workflows.parallel_leaves(scratch / "parallel")
+    _settle()
+    folpipe_s, result = _run_folpipe(wf, fresh=True)
+    _settle()
+    lean_s, _ = _run_folpipe(wf, fresh=True, artifacts="summary")
+    _settle()
+    hand_s = _run_hand(lambda: handwritten.parallel_leaves(50, 1.0))
+    return {
+        "name": "(1) 50 parallel leaves, 1 s latency",
+        "ideal_s": 1.0,
+        "folpipe_s": folpipe_s,
+        "folpipe_summary_artifacts_s": lean_s,
+        "hand_s": hand_s,
+        "ok": result.status == "completed",
+    }
+
+
+def bench_parallel_branches(scratch: Path) -> dict[str, Any]:
+    as_task = workflows.parallel_branches(scratch / "branches-task")
+    as_subflow = workflows.parallel_branches(scratch / "branches-subflow", branch_as="subflow")
+    _settle()
+    task_s, result = _run_folpipe(as_task, fresh=True)
+    _settle()
+    subflow_s, _ = _run_folpipe(as_subflow, fresh=True)
+    _settle()
+    hand_s = _run_hand(lambda: handwritten.parallel_branches(20, 1.0))
+    return {
+        "name": "(2) 20 parallel branches x 2 sequential leaves, 1 s latency",
+        "ideal_s": 2.0,
+        "folpipe_s": task_s,
+        "folpipe_branch_as_subflow_s": subflow_s,
+        "hand_s": hand_s,
+        "ok": result.status == "completed",
+    }
+
+
+def bench_chain(scratch: Path) -> dict[str, Any]:
+    wf = workflows.sequential_chain(scratch / "chain")
+    _settle()
+    folpipe_s, result = _run_folpipe(wf, fresh=True)
+    _settle()
+    lean_s, _ = _run_folpipe(wf, fresh=True, artifacts="summary")
+    _settle()
+    hand_s = _run_hand(lambda: handwritten.sequential_chain(200))
+    _settle()
+    cached_s, _ = _run_folpipe(wf)
+    return {
+        "name": "(3) 200-task sequential chain, 0 latency",
+        "ideal_s": 0.0,
+        "folpipe_s": folpipe_s,
+        "folpipe_summary_artifacts_s": lean_s,
+        "folpipe_all_cached_s": cached_s,
+        "hand_s": hand_s,
+        "ok": result.status == "completed",
+    }
+
+
+def bench_resume(scratch: Path) -> dict[str, Any]:
+    wf = workflows.failing_tail(scratch / "resume", fail=True)
+    _settle()
+    first_s, first = _run_folpipe(wf)
+    workflows.failing_tail(scratch / "resume", fail=False)  # fixes the replies only
+    _settle()
+    second_s, second = _run_folpipe(wf)
+    repeated = sum(row["model_calls"] for row in second.tasks if row["path"] != "last")
+    return {
+        "name": "(4) resume after a failure at the last of 10 tasks",
+        "first_status": first.status,
+        "second_status": second.status,
+        "first_s": first_s,
+        "resumed_s": second_s,
+        "model_calls_repeated": repeated,
+        "model_calls_resumed_run": second.usage["model_calls"],
+        "ok": first.status == "failed" and second.status == "completed",
+    }
+
+
+def _cold(cmd: list[str]) -> float:
+    seconds, proc = _timed(lambda: subprocess.run(cmd, capture_output=True, text=True))
+    if proc.returncode != 0:
+        raise RuntimeError(f"{cmd} failed: {proc.stderr[-2000:]}")
+    return seconds
+
+
+def bench_cold_start(scratch: Path, repeats: int = 3) -> dict[str, Any]:
+    wf = workflows.one_task(scratch / "one")
+    folpipe_cmd = [sys.executable, "-m", "prefect_folpipe", "run", str(wf), "--json", "--fresh"]
+    bare_cmd = [sys.executable, str(HERE / "handwritten.py")]
+    folpipe_runs, bare_runs = [], []
+    for _ in range(repeats):  # interleaved, so load changes hit both alike
+        _settle()
+        folpipe_runs.append(_cold(folpipe_cmd))
+        _settle()
+        bare_runs.append(_cold(bare_cmd))
+    return {
+        "name": "(5) cold start: `folpipe run` of a one-task workflow vs a bare flow run",
+        "folpipe_s": sorted(folpipe_runs)[len(folpipe_runs) // 2],
+        "hand_s": sorted(bare_runs)[len(bare_runs) // 2],
+        "folpipe_runs_s": folpipe_runs,
+        "hand_runs_s": bare_runs,
+        "ok": True,
+    }
+
+
+SCENARIOS = {
+    "1": bench_parallel_leaves,
+    "2": bench_parallel_branches,
+    "3": bench_chain,
+    "4": bench_resume,
+    "5": bench_cold_start,
+}
+
+
+def _warm_up() -> None:
+    """Start the API (ephemeral server) once, outside every measurement."""
+    asyncio.run(handwritten.one_task())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--only", default="1,2,3,4,5")
+    parser.add_argument("--json", dest="json_out", type=Path)
+    args = parser.parse_args()
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "ERROR")
+    _warm_up()
+    results = []
+    with tempfile.TemporaryDirectory(prefix="folpipe-bench-") as scratch:
+        for key in args.only.split(","):
+            outcome = SCENARIOS[key.strip()](Path(scratch))
+            print(json.dumps(outcome, default=float), flush=True)
+            results.append(outcome)
+    if args.json_out:
+        args.json_out.write_text(json.dumps(results, indent=2, default=float))
+
+
+if __name__ == "__main__":
+    main()
