@@ -18,6 +18,7 @@ from .conditions import check_conditions
 from .dependencies import check_dependencies
 from .deploy_rules import check_deploy
 from .failure import check_failure_policy
+from .hook_files import check_hook_files
 from .loops import check_loops
 from .structure import check_empty_tasks
 
@@ -31,6 +32,7 @@ RULES: tuple[Rule, ...] = (
     check_failure_policy,
     check_deploy,
     check_backends,
+    check_hook_files,
 )
 
 __all__ = ["RULES", "Rule", "check", "run_rules", "validate_workflow"]
