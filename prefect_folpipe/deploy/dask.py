@@ -113,8 +113,11 @@ async def run_leaf_remotely(
     }
 
 
-def dask_leaf_task(task: Task, root_dir: Path, *, provider: str | None = None) -> Any:
-    """The Prefect task running ``task`` through :func:`run_leaf_remotely` (submit it)."""
+def dask_leaf_task(
+    task: Task, root_dir: Path, *, provider: str | None = None, label: str | None = None
+) -> Any:
+    """The Prefect task running ``task`` through :func:`run_leaf_remotely` (submit it);
+    ``label`` is the task-run name (default: the task path)."""
     from prefect import Task as PrefectTask
 
     from ..compile.cache import cache_key, task_identity
@@ -130,7 +133,7 @@ def dask_leaf_task(task: Task, root_dir: Path, *, provider: str | None = None) -
     return PrefectTask(
         run_leaf_remotely,
         name=task.name,
-        task_run_name=task.path,
+        task_run_name=label or task.path,
         retries=settings.max_retries,
         timeout_seconds=timeout,
         tags=["folpipe", "dask", *settings.tags, *task.config.tags],
@@ -138,6 +141,27 @@ def dask_leaf_task(task: Task, root_dir: Path, *, provider: str | None = None) -
         result_storage=root_dir / ".folpipe" / "results",
         persist_result=True,
     )
+
+
+async def run_on_dask(
+    task: Task,
+    root_dir: Path,
+    context: dict[str, Any],
+    *,
+    phase: str = "single",
+    provider: str | None = None,
+    replies: str | None = None,
+    label: str | None = None,
+) -> Any:
+    """Submit one agent pass of ``task`` to the flow's (Dask) task runner and await its final
+    ``State``, without blocking the event loop: what an async executor calls instead of
+    awaiting the leaf task directly (directly awaited tasks bypass the task runner)."""
+    import asyncio
+
+    leaf = dask_leaf_task(task, root_dir, provider=provider, label=label)
+    future = leaf.submit(str(root_dir), task.path, context, phase, provider, replies)
+    await asyncio.to_thread(future.wait)
+    return future.state
 
 
 def fan_out_flow(

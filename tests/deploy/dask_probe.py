@@ -1,7 +1,7 @@
 """Run a workflow folder through the Dask fan-out flow and print what happened as JSON.
 
 Executed as a subprocess by test_dask.py so the Dask cluster lives and dies with it.
-Usage: python dask_probe.py WORKFLOW_DIR
+Usage: python dask_probe.py WORKFLOW_DIR [sync|async]
 """
 
 from __future__ import annotations
@@ -24,18 +24,50 @@ def worker_pids(flow_run_id: object) -> dict[str, int]:
         for _ in range(30):
             logs = client.read_logs(LogFilter(flow_run_id=LogFilterFlowRunId(any_=[flow_run_id])))
             found = {m[1]: int(m[2]) for log in logs if (m := pattern.match(log.message))}
-            if len(found) == 4:
+            if len(found) == 4 or "async" in sys.argv:
                 break
             time.sleep(1)
     return found
 
 
-def main(path: str) -> None:
+def async_flow(path: str) -> object:
+    """An async flow awaiting ``run_on_dask`` for each leaf, as the compile executor would."""
+    import asyncio
+    from pathlib import Path
+
+    from prefect import Flow
+
+    from prefect_folpipe.deploy.dask import _load, dask_task_runner, run_on_dask
+
+    root = Path(path).resolve()
+    workflow = _load(str(root))
+
+    async def folpipe_async_fan_out() -> dict[str, str]:
+        states = await asyncio.gather(
+            *(run_on_dask(leaf, root, {}) for leaf in workflow.root.children)
+        )
+        return {
+            leaf.path: state.name
+            for leaf, state in zip(workflow.root.children, states, strict=True)
+        }
+
+    return Flow(
+        folpipe_async_fan_out,
+        name="fanout-async",
+        task_runner=dask_task_runner(workflow.root.settings),
+    )
+
+
+def main(path: str, mode: str) -> None:
     from prefect_folpipe.deploy.dask import fan_out_flow
 
-    flow = fan_out_flow(path)
+    flow = async_flow(path) if mode == "async" else fan_out_flow(path)
     started = time.monotonic()
     state = flow(return_state=True)
+    if mode == "async":
+        import asyncio
+
+        state = asyncio.run(state)
     elapsed = time.monotonic() - started
     context = state.result() if state.is_completed() else {}
     run_id = state.state_details.flow_run_id
@@ -54,4 +86,4 @@ def main(path: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else "sync")

@@ -36,8 +36,9 @@ def test_parallel_leaves_run_on_dask_workers(prefect_server: PrefectServer, tmp_
     workflow = tmp_path / "fanout"
     shutil.copytree(FIXTURE, workflow)
 
-    def probe() -> dict[str, object]:
-        done = ok(prefect_server.run([sys.executable, str(PROBE), str(workflow)], timeout=240))
+    def probe(folder: Path = workflow, mode: str = "sync") -> dict[str, object]:
+        args = [sys.executable, str(PROBE), str(folder), mode]
+        done = ok(prefect_server.run(args, timeout=240))
         return json.loads(done.stdout.strip().splitlines()[-1])
 
     first = probe()
