@@ -28,10 +28,10 @@ from .options import DeployRequest, resolve_pool
 from .project import (
     ENTRYPOINT,
     dependency_job_variables,
+    ensure_flow_file,
     pull_steps,
     slug,
     workflow_tags,
-    write_flow_file,
 )
 
 
@@ -152,7 +152,7 @@ async def create_deployment(workflow: Workflow, request: DeployRequest) -> Deplo
 
     pool = resolve_pool(workflow, request.pool)
     pool_type = await work_pool_type(pool)
-    written = None if request.generic else write_flow_file(workflow.root_dir)
+    written = None if request.generic else ensure_flow_file(workflow.root_dir)
     storage = WorkflowStorage(workflow)
     flow = await load_deploy_flow(workflow, storage, generic=request.generic)
     deploy = workflow.root.config.deploy

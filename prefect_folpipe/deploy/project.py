@@ -170,6 +170,11 @@ def write_flow_file(root: Path, *, force: bool = False) -> Path | None:
     return _write(root / FLOW_FILE, FLOW_PY, force=force)
 
 
+def ensure_flow_file(root: Path) -> Path | None:
+    """Write ``root/flow.py`` when missing; an existing one (maybe customised) is kept."""
+    return None if (root / FLOW_FILE).exists() else write_flow_file(root)
+
+
 def write_project(
     workflow: Workflow, options: ProjectOptions, *, force: bool = False
 ) -> WrittenProject:

@@ -13,7 +13,7 @@ from typing import Any
 from ..spec.config import Schedule
 from ..spec.tree import Workflow
 from .api import prefect_schedules
-from .project import ENTRYPOINT, slug, workflow_tags, write_flow_file
+from .project import ENTRYPOINT, ensure_flow_file, slug, workflow_tags
 
 
 def serve_deployment(
@@ -41,7 +41,7 @@ def serve_deployment(
         from ..flows import run_workflow
 
         return run_workflow.to_deployment(**options, entrypoint_type=EntrypointType.MODULE_PATH)
-    write_flow_file(workflow.root_dir)
+    ensure_flow_file(workflow.root_dir)
     storage = LocalStorage(str(workflow.root_dir))
     return Flow.from_source(source=storage, entrypoint=ENTRYPOINT).to_deployment(**options)
 

@@ -185,3 +185,12 @@ def test_parameter_signature_lists_inputs_then_context() -> None:
         "topic": "new",
         "x": 1,
     }
+
+
+def test_a_customised_flow_file_is_kept(tmp_path: Path) -> None:
+    from prefect_folpipe.deploy.project import ensure_flow_file
+
+    assert ensure_flow_file(tmp_path) == tmp_path / "flow.py"
+    (tmp_path / "flow.py").write_text("# my own flow.py\n")
+    assert ensure_flow_file(tmp_path) is None
+    assert (tmp_path / "flow.py").read_text() == "# my own flow.py\n"
