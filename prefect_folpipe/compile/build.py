@@ -28,6 +28,7 @@ from ..spec.tree import Task, Workflow
 from . import artifacts
 from .cache import cache_key, slug, task_identity
 from .contextops import (
+    ContextBox,
     child_context,
     describe_error,
     error_entry,
@@ -35,6 +36,7 @@ from .contextops import (
     outputs_delta,
     plain,
     seed_context,
+    unbox,
 )
 from .failures import ResultNotSerializable, TaskTimedOut
 from .groups import NodeResult, Scope, run_group
@@ -187,7 +189,7 @@ class WorkflowRun:
                 return cache_key(
                     task,
                     identity,
-                    params["context"],
+                    unbox(params["context"]),
                     iteration=tuple(params.get("scope") or ()),
                     phase=phase,
                     salt=self.salt(task),
@@ -208,8 +210,8 @@ class WorkflowRun:
     def _leaf_body(self, task: Task, phase: str) -> Any:
         """A two-line closure: Prefect reads the task function's source on every ``Task()``."""
 
-        async def run_folder_task(context: dict, label: str, scope: list | None = None) -> dict:
-            return await self.execute_leaf(task, phase, context, label, scope)
+        async def run_folder_task(context: Any, label: str, scope: list | None = None) -> dict:
+            return await self.execute_leaf(task, phase, unbox(context), label, scope)
 
         run_folder_task.__name__ = f"folpipe_{slug(task.path or 'root', limit=40)}"
         return run_folder_task
@@ -262,8 +264,8 @@ class WorkflowRun:
         if built is not None:
             return built
 
-        async def run_folder_branch(context: dict, label: str, scope: list | None = None) -> dict:
-            return await self.execute_branch(task, context, scope)
+        async def run_folder_branch(context: Any, label: str, scope: list | None = None) -> dict:
+            return await self.execute_branch(task, unbox(context), scope)
 
         run_folder_branch.__name__ = f"folpipe_branch_{slug(task.path, limit=40)}"
         if self.branch_mode(task) == "subflow":
@@ -305,7 +307,7 @@ class WorkflowRun:
     ) -> _Pass:
         """Run one agent pass as a Prefect task run; report cached/completed/failed."""
         state = await self.leaf_task(task, phase)(
-            context=context,
+            context=ContextBox(context),
             label=scope.label(task.path) + ("" if phase == "single" else f" ({phase} pass)"),
             scope=list(scope.iteration),
             wait_for=list(wait_for) or None,
@@ -399,7 +401,8 @@ class WorkflowRun:
     ) -> _Pass:
         runner = self.branch_runner(task)
         call = {
-            "context": context,
+            # a subflow shows its input context as a parameter; a task gets it boxed
+            "context": context if self.branch_mode(task) == "subflow" else ContextBox(context),
             "label": scope.label(task.path),
             "scope": list(scope.iteration),
             "return_state": True,

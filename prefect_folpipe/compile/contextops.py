@@ -18,6 +18,27 @@ ERRORS_KEY = "_errors"
 ENV_KEY = "_env"
 
 
+class ContextBox:
+    """An input context passed to a Prefect task run, opaque to Prefect.
+
+    Prefect walks every collection parameter of every task run (futures, states, inputs); a
+    plain dict context growing with each task made a 200-task chain quadratic.
+    """
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: dict[str, Any]) -> None:
+        self.value = value
+
+    def __repr__(self) -> str:
+        return f"<context: {len(self.value)} keys>"
+
+
+def unbox(value: Any) -> dict[str, Any]:
+    """The context inside a ``ContextBox`` (or the value itself)."""
+    return value.value if isinstance(value, ContextBox) else value
+
+
 def canonical_json(value: Any) -> str:
     """Stable JSON text: sorted keys, no whitespace; unknown objects fall back to ``repr``."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"), default=repr)
