@@ -10,7 +10,7 @@ import graphlib
 import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from .spec.tree import Task, ToolSpec, Workflow
 
@@ -266,22 +266,12 @@ class _MermaidWriter:
         self.add_edges(task, [entry.task for entry in entries if entry.enabled])
 
     def add_edges(self, task: Task, children: list[Task]) -> None:
-        kind = task.execution_type
-        ids = [self.node_id(child) for child in children]
-        if kind in ("sequential", "loop"):
-            self.edges.extend(f"{a} --> {b}" for a, b in itertools.pairwise(ids))
-        if kind == "loop" and ids:
-            sub = task.config.subtasks
-            bound = f"max {sub.max_iterations}" if sub and sub.max_iterations else "unbounded"
-            self.edges.append(f'{ids[-1]} -.->|"next iteration ({bound})"| {ids[0]}')
-        if kind == "graph":
-            by_name = {child.name: self.node_id(child) for child in children}
-            for child in children:
-                for dep in child.config.depends_on:
-                    if dep in by_name:
-                        self.edges.append(f"{by_name[dep]} --> {self.node_id(child)}")
-        if kind == "priority_groups":
-            self.edges.extend(_group_edges(children, ids))
+        for edge in branch_edges(task, children):
+            source, target = self.node_id(edge.source), self.node_id(edge.target)
+            if edge.kind == "next_iteration":
+                self.edges.append(f'{source} -.->|"{mermaid_text(edge.label)}"| {target}')
+            else:
+                self.edges.append(f"{source} --> {target}")
 
     def render(self) -> str:
         lines = self.lines + [f"    {edge}" for edge in self.edges]
@@ -291,15 +281,87 @@ class _MermaidWriter:
         return "\n".join(lines) + "\n"
 
 
-def _group_edges(children: list[Task], ids: list[str]) -> Iterator[str]:
-    groups: dict[int, list[str]] = {}
-    for child, node in zip(children, ids, strict=True):
-        groups.setdefault(child.priority, []).append(node)
+EdgeKind = Literal["order", "depends_on", "group", "next_iteration"]
+
+
+@dataclass(frozen=True)
+class Edge:
+    """``target`` starts after ``source`` (``next_iteration``: the loop goes round again)."""
+
+    source: Task
+    target: Task
+    kind: EdgeKind
+    label: str = ""
+
+
+def branch_edges(task: Task, children: list[Task]) -> list[Edge]:
+    """The edges between a branch's enabled ``children`` implied by its execution type."""
+    kind = task.execution_type
+    edges: list[Edge] = []
+    if kind in ("sequential", "loop"):
+        edges.extend(Edge(a, b, "order") for a, b in itertools.pairwise(children))
+    if kind == "loop" and children:
+        sub = task.config.subtasks
+        bound = f"max {sub.max_iterations}" if sub and sub.max_iterations else "unbounded"
+        edges.append(Edge(children[-1], children[0], "next_iteration", f"next iteration ({bound})"))
+    if kind == "graph":
+        by_name = {child.name: child for child in children}
+        for child in children:
+            edges.extend(
+                Edge(by_name[dep], child, "depends_on")
+                for dep in child.config.depends_on
+                if dep in by_name
+            )
+    if kind == "priority_groups":
+        edges.extend(_group_edges(children))
+    return edges
+
+
+def _group_edges(children: list[Task]) -> Iterator[Edge]:
+    groups: dict[int, list[Task]] = {}
+    for child in children:
+        groups.setdefault(child.priority, []).append(child)
     ordered = [groups[key] for key in sorted(groups)]
     for before, after in itertools.pairwise(ordered):
         for a in before:
             for b in after:
-                yield f"{a} --> {b}"
+                yield Edge(a, b, "group")
+
+
+def graph_to_dict(workflow: Workflow) -> dict[str, Any]:
+    """``folpipe graph --json``: ``{"nodes": [...], "edges": [...]}`` keyed by task path."""
+    nodes: list[dict[str, Any]] = []
+    edges: list[dict[str, Any]] = []
+
+    def visit(task: Task, parent: str | None, enabled: bool) -> None:
+        entries = child_entries(task, enabled=enabled)
+        nodes.append(
+            {
+                "path": task.path,
+                "name": task.name,
+                "parent": parent,
+                "kind": task.kind,
+                "execution_type": execution_label(task),
+                "enabled": enabled,
+                "summary": branch_summary(task),
+                "notes": task_notes(task, enabled),
+            }
+        )
+        for edge in branch_edges(task, [entry.task for entry in entries if entry.enabled]):
+            edges.append(
+                {
+                    "from": edge.source.path,
+                    "to": edge.target.path,
+                    "kind": edge.kind,
+                    "label": edge.label or None,
+                }
+            )
+        for entry in entries:
+            visit(entry.task, task.path, entry.enabled)
+
+    root = workflow.root
+    visit(root, None, root.config.enabled)
+    return {"nodes": nodes, "edges": edges}
 
 
 def to_mermaid(workflow: Workflow) -> str:

@@ -1,6 +1,7 @@
 """``folpipe graph``: draw the task tree with execution types, dependencies and loop bounds.
 
-Text by default (for terminals), ``--mermaid`` for docs and pull requests. An invalid workflow
+Text by default (for terminals), ``--mermaid`` for docs and pull requests, ``--json`` (nodes
+and edges) for tools. An invalid workflow
 prints its diagnostics and exits 1. Never imports Prefect.
 """
 
@@ -10,17 +11,21 @@ from pathlib import Path
 
 import click
 
-from ..render import to_mermaid, to_text_graph
-from ._render import EXIT_FAILED, handle_errors
+from ..render import graph_to_dict, to_mermaid, to_text_graph
+from ._render import EXIT_FAILED, handle_errors, print_json
 
 
 @click.command(name="graph")
 @click.argument("path", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--mermaid", is_flag=True, help="Print a Mermaid flowchart instead of text.")
-def command(path: Path, mermaid: bool) -> None:
+@click.option("--json", "as_json", is_flag=True, help='Print {"nodes", "edges"} JSON.')
+def command(path: Path, mermaid: bool, as_json: bool) -> None:
     """Draw the task tree of PATH: execution types, depends_on edges and loop bounds."""
     from ..loader import load_workflow
 
-    with handle_errors(root=path, validation_exit_code=EXIT_FAILED):
+    with handle_errors(json_output=as_json, root=path, validation_exit_code=EXIT_FAILED):
         workflow = load_workflow(path)
+    if as_json:
+        print_json(graph_to_dict(workflow))
+        return
     click.echo(to_mermaid(workflow) if mermaid else to_text_graph(workflow), nl=False)

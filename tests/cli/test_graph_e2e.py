@@ -54,3 +54,37 @@ def test_invalid_workflow_exits_1_without_traceback() -> None:
     assert result.exit_code == 1
     assert "Traceback" not in result.output
     assert "FP150" in result.stderr
+
+
+def test_json_graph_lists_nodes_and_typed_edges() -> None:
+    import json
+
+    result = CliRunner().invoke(cli, ["graph", str(VALID), "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    nodes = {node["path"]: node for node in data["nodes"]}
+    assert list(nodes) == [
+        "",
+        "fetch",
+        "fetch/fetch_a",
+        "fetch/fetch_b",
+        "fetch/merge",
+        "review",
+        "review/write",
+        "review/check",
+        "old",
+    ]
+    assert nodes["fetch/merge"]["parent"] == "fetch"
+    assert nodes["fetch/merge"]["notes"] == ["after fetch_a, fetch_b"]
+    assert nodes["old"]["enabled"] is False
+    assert nodes["review"]["execution_type"] == "loop"
+    edges = {(edge["from"], edge["to"], edge["kind"]) for edge in data["edges"]}
+    assert edges == {
+        ("fetch", "review", "order"),
+        ("fetch/fetch_a", "fetch/merge", "depends_on"),
+        ("fetch/fetch_b", "fetch/merge", "depends_on"),
+        ("review/write", "review/check", "order"),
+        ("review/check", "review/write", "next_iteration"),
+    }
+    loop_edge = next(edge for edge in data["edges"] if edge["kind"] == "next_iteration")
+    assert loop_edge["label"] == "next iteration (max 3)"

@@ -7,7 +7,13 @@ import re
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from prefect_folpipe.render import explain_tool, to_mermaid, to_text_graph, workflow_to_dict
+from prefect_folpipe.render import (
+    explain_tool,
+    graph_to_dict,
+    to_mermaid,
+    to_text_graph,
+    workflow_to_dict,
+)
 from prefect_folpipe.spec import Task, Workflow
 
 from .cli_helpers import make_task, make_tool, make_workflow
@@ -67,6 +73,10 @@ def test_every_view_covers_every_task_once(root: Task) -> None:
     assert len({node["path"] for node in nodes}) == total
     assert len(to_text_graph(workflow).splitlines()) == total
     assert len(explain_tool(workflow, "t1")) == total
+    graph = graph_to_dict(workflow)
+    paths = [node["path"] for node in graph["nodes"]]
+    assert len(paths) == total == len(set(paths))
+    assert all(edge["from"] in paths and edge["to"] in paths for edge in graph["edges"])
 
     chart = to_mermaid(workflow)
     assert chart.startswith("flowchart TD\n")
