@@ -149,3 +149,14 @@ def test_json_errors_are_one_document_on_stdout() -> None:
 def test_other_exceptions_are_not_swallowed() -> None:
     result = CliRunner().invoke(_command(RuntimeError("bug")))
     assert isinstance(result.exception, RuntimeError)
+
+
+def test_handle_errors_also_works_as_a_decorator() -> None:
+    @click.command()
+    @handle_errors(validation_exit_code=1)
+    def decorated() -> None:
+        raise WorkflowValidationError([TYPO])
+
+    result = CliRunner().invoke(decorated)
+    assert result.exit_code == 1
+    assert "FP103" in result.stderr
