@@ -552,5 +552,6 @@ def test_files_and_folders_in_the_wrong_places_do_not_crash(tmp_path: Path) -> N
         ("FP120", "subtasks/c/instructions.md"),
         ("FP115", "subtasks/a"),
         ("FP115", "subtasks/b"),
+        ("FP225", "subtasks/c/hooks/pre_run.py"),  # a folder where a hook file belongs
     }
     assert diagnostics[0].hint == "it must be a file, not a folder"
