@@ -76,6 +76,8 @@ def bench_parallel_branches(scratch: Path) -> dict[str, Any]:
     _settle()
     task_s, result = _run_folpipe(as_task, fresh=True)
     _settle()
+    lean_s, _ = _run_folpipe(as_task, fresh=True, artifacts="summary")
+    _settle()
     subflow_s, _ = _run_folpipe(as_subflow, fresh=True)
     _settle()
     hand_s = _run_hand(lambda: handwritten.parallel_branches(20, 1.0))
@@ -83,6 +85,7 @@ def bench_parallel_branches(scratch: Path) -> dict[str, Any]:
         "name": "(2) 20 parallel branches x 2 sequential leaves, 1 s latency",
         "ideal_s": 2.0,
         "folpipe_s": task_s,
+        "folpipe_summary_artifacts_s": lean_s,
         "folpipe_branch_as_subflow_s": subflow_s,
         "hand_s": hand_s,
         "ok": result.status == "completed",
@@ -175,6 +178,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--only", default="1,2,3,4,5")
     parser.add_argument("--json", dest="json_out", type=Path)
+    parser.add_argument("--repeat", type=int, default=1, help="measure each scenario N times")
     args = parser.parse_args()
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "ERROR")
@@ -182,9 +186,10 @@ def main() -> None:
     results = []
     with tempfile.TemporaryDirectory(prefix="folpipe-bench-") as scratch:
         for key in args.only.split(","):
-            outcome = SCENARIOS[key.strip()](Path(scratch))
-            print(json.dumps(outcome, default=float), flush=True)
-            results.append(outcome)
+            for attempt in range(args.repeat):
+                outcome = SCENARIOS[key.strip()](Path(scratch) / f"{key.strip()}-{attempt}")
+                print(json.dumps(outcome, default=float), flush=True)
+                results.append(outcome)
     if args.json_out:
         args.json_out.write_text(json.dumps(results, indent=2, default=float))
 

@@ -442,6 +442,8 @@ class WorkflowRun:
         return NodeResult("failed", delta, result.error, handled=True, handle=result.handle)
 
     def not_run(self, child: Task, reason: str) -> None:
+        if self.tracker.records[child.path].status == "failed":
+            return  # cancelled while running: it already reports why
         self.tracker.skip_tree(child, reason)
 
     def warn(self, message: str) -> None:
