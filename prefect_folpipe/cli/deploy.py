@@ -91,6 +91,7 @@ def create(
     """Create or update the deployment of the workflow folder PATH through the Prefect API."""
     from ..deploy.options import (
         DeployRequest,
+        deployment_name,
         deployment_parameters,
         load,
         parse_params,
@@ -100,7 +101,7 @@ def create(
     with handle_errors(json_output=as_json):
         workflow = load(path)
         request = DeployRequest(
-            name=name,
+            name=deployment_name(workflow, name),
             pool=pool,
             schedule=_schedule(workflow, schedule),
             parameters=deployment_parameters(workflow, parse_params(params), generic=generic),

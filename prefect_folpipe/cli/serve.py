@@ -34,7 +34,13 @@ def command(
 ) -> None:
     """Serve the workflow folder PATH until interrupted."""
     from ..deploy.dependencies import collect_dependencies, install
-    from ..deploy.options import deployment_parameters, load, parse_params, resolve_schedule
+    from ..deploy.options import (
+        deployment_name,
+        deployment_parameters,
+        load,
+        parse_params,
+        resolve_schedule,
+    )
 
     console = get_console(stderr=True)
     with handle_errors():
@@ -54,6 +60,10 @@ def command(
         from ..deploy.serve import serve, serve_deployment  # imports Prefect: after the checks
 
         deployment = serve_deployment(
-            workflow, name=name, schedule=chosen, parameters=parameters, generic=generic
+            workflow,
+            name=deployment_name(workflow, name),
+            schedule=chosen,
+            parameters=parameters,
+            generic=generic,
         )
     serve(deployment, limit=limit)

@@ -15,7 +15,6 @@ Both use pull steps that set the working directory to the folder and install its
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 from uuid import UUID
 
@@ -142,7 +141,15 @@ async def load_deploy_flow(workflow: Workflow, storage: WorkflowStorage, *, gene
         from ..flows import run_workflow
 
         return run_workflow
-    return await Flow.afrom_source(source=storage, entrypoint=ENTRYPOINT)
+    try:
+        return await Flow.afrom_source(source=storage, entrypoint=ENTRYPOINT)
+    except Exception as exc:  # a user's flow.py may fail in any way
+        inner = getattr(exc, "user_exc", None) or exc.__cause__ or exc
+        raise ConfigError(
+            f"cannot load {ENTRYPOINT} from {workflow.root_dir}: {type(inner).__name__}: {inner}",
+            code="FP619",
+            hint="fix flow.py, or delete it so that folpipe writes the default one",
+        ) from None
 
 
 async def create_deployment(workflow: Workflow, request: DeployRequest) -> DeployResult:
@@ -191,11 +198,3 @@ async def create_deployment(workflow: Workflow, request: DeployRequest) -> Deplo
         pull_steps=storage.to_pull_step(),
         flow_file=str(written) if written else None,
     )
-
-
-def relative_to_cwd(path: Path) -> str:
-    """``path`` relative to the current directory when inside it (for messages)."""
-    try:
-        return str(path.resolve().relative_to(Path.cwd()))
-    except ValueError:
-        return str(path)

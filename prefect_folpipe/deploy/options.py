@@ -177,3 +177,24 @@ def resolve_pool(workflow: Workflow, pool: str | None) -> str:
             "to run without a pool",
         )
     return chosen
+
+
+BANNED_NAME_CHARACTERS = "/%&><"
+
+
+def deployment_name(workflow: Workflow, name: str | None) -> str:
+    """``--name``, else ``deploy.name``, else the workflow's name as a slug; FP623 when it
+    holds a character Prefect refuses in names (``/ % & > <``)."""
+    from .project import slug
+
+    deploy = workflow.root.config.deploy
+    chosen = name or (deploy.name if deploy and deploy.name else slug(workflow.name))
+    bad = sorted({c for c in chosen if c in BANNED_NAME_CHARACTERS})
+    if bad or not chosen.strip():
+        raise ConfigError(
+            f"deployment name {chosen!r} is not allowed"
+            + (f" (contains {' '.join(bad)})" if bad else ""),
+            code="FP623",
+            hint="use letters, digits, '-', '_' or spaces",
+        )
+    return chosen

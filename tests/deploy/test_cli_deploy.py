@@ -51,6 +51,7 @@ def assert_coded_error(done: subprocess.CompletedProcess[str], code: str) -> Non
         (["--interval", "0", "--pool", "p"], "FP611"),
         (["--param", "no-equals-sign", "--pool", "p"], "FP612"),
         (["--param", "colour=red", "--pool", "p"], "FP612"),
+        (["--name", "a/b", "--pool", "p"], "FP623"),
         ([], "FP614"),
         (["--pool", "p"], "FP615"),
     ],
@@ -116,9 +117,15 @@ def test_deploy_init_writes_a_prefect_project(report: Path) -> None:
 
 
 @pytest.mark.server
-def test_unknown_work_pool_is_fp613(prefect_server: PrefectServer, report: Path) -> None:
-    done = folpipe("deploy", str(report), "--pool", "no-such-pool", env=prefect_server.env)
-    assert_coded_error(done, "FP613")
+def test_unknown_pool_and_broken_flow_file(prefect_server: PrefectServer, report: Path) -> None:
+    env = prefect_server.env
+    assert_coded_error(folpipe("deploy", str(report), "--pool", "no-such-pool", env=env), "FP613")
+    create = [PREFECT, "work-pool", "create", "cli-pool", "--type", "process", "--overwrite"]
+    assert prefect_server.run(create).returncode == 0
+    (report / "flow.py").write_text("raise RuntimeError('broken on purpose')\n")
+    done = folpipe("deploy", str(report), "--pool", "cli-pool", env=env)
+    assert_coded_error(done, "FP619")
+    assert "flow.py" in done.stderr
 
 
 @pytest.mark.server
