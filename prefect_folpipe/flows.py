@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from prefect import flow
+from prefect.states import Failed
 
 GENERIC_FLOW_NAME = "folpipe-run"
 
@@ -65,7 +66,9 @@ async def run_workflow(
     save_run_record(workflow, result, context, options)
     if result.status == "failed":
         reason = describe_error(result.error) if result.error else "a task failed"
-        raise WorkflowFailed(f"workflow '{workflow.name}' failed: {reason}", result)
+        message = f"workflow '{workflow.name}' failed: {reason}"
+        # a Failed state, not a raise: the run fails without a traceback in its logs
+        return Failed(message=message, data=WorkflowFailed(message, result))  # type: ignore[return-value]
     return result.context
 
 

@@ -86,3 +86,22 @@ async def test_status_lists_the_folders_runs_with_task_counts(
     assert (newest.state, newest.tasks.cached, newest.tasks.failed) == ("Completed", 2, 0)
     assert (oldest.state, oldest.tasks.completed, oldest.tasks.cached) == ("Completed", 2, 0)
     assert newest.duration_s is not None and newest.flow_name == "report"
+
+
+@pytest.mark.prefect
+async def test_generic_flow_fails_cleanly_and_resumes(prefect_harness: str, report: Path) -> None:
+    from prefect_folpipe.errors import WorkflowFailed
+    from prefect_folpipe.flows import run_workflow
+
+    marker = report / ".folpipe" / "fail-write"
+    marker.parent.mkdir()
+    marker.touch()
+    state = await run_workflow(path=str(report), context={"topic": "t"}, return_state=True)
+    assert state.is_failed()
+    assert "write" in (state.message or "")
+    error = await state.aresult(raise_on_failure=False)
+    assert isinstance(error, WorkflowFailed)
+    marker.unlink()
+    state = await run_workflow(path=str(report), context={"topic": "t"}, return_state=True)
+    assert state.is_completed()
+    assert (await state.aresult())["report"] == "A short report."
