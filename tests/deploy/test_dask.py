@@ -54,3 +54,16 @@ def test_parallel_leaves_run_on_dask_workers(prefect_server: PrefectServer, tmp_
     second = probe()  # checkpoints work through Dask too
     rerun = UUID(str(second["flow_run_id"]))
     assert task_run_states(prefect_server, rerun, 4) == {f"shard_{s}": "Cached" for s in "abcd"}
+
+
+def test_dask_without_a_server_is_fp640() -> None:
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    from prefect_folpipe.deploy.dask import task_runner_for
+    from prefect_folpipe.errors import ConfigError
+
+    with temporary_settings(restore_defaults={PREFECT_API_URL}):
+        assert task_runner_for(EffectiveSettings()) is None
+        with pytest.raises(ConfigError) as excinfo:
+            task_runner_for(EffectiveSettings(task_runner="dask"))
+    assert excinfo.value.code == "FP640"
