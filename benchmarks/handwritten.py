@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import uuid
+from pathlib import Path
 
 from prefect import flow, task
 
@@ -37,6 +39,19 @@ async def sequential_chain(count: int = 200) -> list[str]:
     results = []
     for i in range(count):
         results.append(await model_call(f"step_{i}", 0.0))
+    return results
+
+
+@flow
+async def sequential_chain_checkpointed(count: int = 200, storage: str = "") -> list[str]:
+    """The same chain with persisted, content-keyed results (what folpipe checkpoints cost)."""
+    checkpointed = model_call.with_options(
+        result_storage=Path(storage),
+        cache_key_fn=lambda _ctx, params: f"{params['name']}-{uuid.uuid4().hex}",
+    )
+    results = []
+    for i in range(count):
+        results.append(await checkpointed(f"step_{i}", 0.0))
     return results
 
 
