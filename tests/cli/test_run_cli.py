@@ -153,3 +153,11 @@ def test_human_output_has_a_summary_table(tmp_path, cli_env):
     proc = folpipe(cli_env, "run", wf)
     assert proc.returncode == 0, proc.stderr
     assert "draft" in proc.stdout and "completed" in proc.stdout and "skipped" in proc.stdout
+
+
+def test_record_writes_a_cassette(tmp_path, cli_env):
+    wf = pipeline(tmp_path / "wf")
+    cassette = tmp_path / "calls.yaml"
+    proc = folpipe(cli_env, "run", wf, "--json", "--record", cassette)
+    assert proc.returncode == 0, proc.stderr
+    assert cassette.is_file() and cassette.stat().st_size > 0
