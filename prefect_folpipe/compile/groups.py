@@ -313,16 +313,26 @@ async def run_loop(
 ) -> GroupResult:
     """Iterate the children (sequentially) until ``until`` holds or ``max_iterations``."""
     total = group.settings.timeout
+    progress = [0]
     try:
         async with asyncio.timeout(total if total and total > 0 else None):
-            return await _iterate(group, children, context, ex, scope)
+            return await _iterate(group, children, context, ex, scope, progress)
     except TimeoutError:
-        error = LoopTimeout(f"loop '{group.path}' exceeded its settings.timeout of {total}s")
-        return GroupResult("failed", {}, error)
+        error = LoopTimeout(f"loop '{_where(group)}' exceeded its settings.timeout of {total}s")
+        return GroupResult("failed", {}, error, progress[0])
+
+
+def _where(group: Task) -> str:
+    return group.path or group.name
 
 
 async def _iterate(
-    group: Task, children: Sequence[Task], context: dict[str, Any], ex: Executor, scope: Scope
+    group: Task,
+    children: Sequence[Task],
+    context: dict[str, Any],
+    ex: Executor,
+    scope: Scope,
+    progress: list[int],
 ) -> GroupResult:
     from ..expressions import compile_condition
 
@@ -335,6 +345,7 @@ async def _iterate(
     waves = [[child] for child in children]
     inner_policy = "ignore" if group.on_error == "ignore" else "fail"
     for number in range(1, maximum + 1):
+        progress[0] = number
         ex.iteration_started(group, number)
         snapshot = (copy.deepcopy(ctx), copy.deepcopy(delta))
         result = await _one_iteration(group, waves, ctx, ex, scope.enter(number), inner_policy)
@@ -357,7 +368,7 @@ async def _iterate(
             return GroupResult("completed", delta, None, number)
     if until is None:
         return GroupResult("completed", delta, None, maximum)
-    message = f"loop '{group.path}' reached max_iterations={maximum} without meeting 'until'"
+    message = f"loop '{_where(group)}' reached max_iterations={maximum} without meeting 'until'"
     if group.on_max_iterations == "succeed_with_last":
         ex.warn(f"{message}; continuing with the last iteration's context")
         return GroupResult("completed", delta, None, maximum)
@@ -379,7 +390,7 @@ async def _one_iteration(
     except TimeoutError:
         number = scope.innermost
         error = IterationTimeout(
-            f"iteration {number} of loop '{group.path}' exceeded iteration_timeout={limit}s"
+            f"iteration {number} of loop '{_where(group)}' exceeded iteration_timeout={limit}s"
         )
         return GroupResult("failed", {}, error)
 

@@ -355,3 +355,21 @@ def test_branch_mappings_give_the_same_result(make_workflow, run, branch_as):
     assert result.status == "completed"
     assert result.context["xv"] == 1 and result.context["yv"] == 2
     assert result.task("b1")["status"] == "completed"
+
+
+def test_loop_settings_timeout_bounds_the_whole_loop(make_workflow, run):
+    files = _tree(
+        {"step": _leaf(output=["done"], settings={"timeout": -1})},
+        {
+            "name": "looptimeout",
+            "settings": {"timeout": 1.5},
+            "subtasks": {"execution_type": "loop", "until": "context.done", "max_iterations": 50},
+        },
+        {"tasks": {"step": [{"output": {"done": False}, "delay": 0.4}]}},
+    )
+    started = time.monotonic()
+    result = run(make_workflow(files))
+    assert time.monotonic() - started < 20
+    assert result.status == "failed"
+    assert "FP514" in result.task("")["error"]
+    assert 1 <= result.task("")["iterations"] <= 5

@@ -113,3 +113,27 @@ def test_markdown_artifact_per_task_and_a_summary_table(make_workflow, run):
     assert "observed-summary" in by_key
     assert by_key["observed-summary"].type == "table"
     assert all(key == key.lower() and "/" not in key for key in by_key if key)
+
+
+async def _subflow_runs(parent_flow_run_id: str, names: list[str]) -> list[Any]:
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterName
+
+    async with get_client() as client:
+        deadline = time.monotonic() + 15
+        while True:
+            runs = await client.read_flow_runs(
+                flow_run_filter=FlowRunFilter(name=FlowRunFilterName(any_=names))
+            )
+            runs = [r for r in runs if r.parent_task_run_id is not None]
+            if len(runs) >= len(names) or time.monotonic() > deadline:
+                return runs
+
+
+def test_branch_as_subflow_shows_nested_flow_runs_named_by_path(make_workflow, run):
+    files = _files(settings={"branch_as": "subflow"})
+    result = run(make_workflow(files, name="subflowed"))
+    assert result.status == "completed"
+    runs = asyncio.run(_subflow_runs(result.flow_run_id, ["refine"]))
+    assert [r.name for r in runs] == ["refine"]
+    assert "/" not in runs[0].flow_id.hex
