@@ -73,11 +73,17 @@ def make_flow(
 
     folpipe_workflow.__doc__ = workflow.root.config.description or f"folpipe: {workflow.name}"
     with_input_signature(folpipe_workflow, workflow.root.config)  # root inputs = UI form
+    extra: dict[str, Any] = {}
+    if any(task.settings.task_runner == "dask" for task in workflow.tasks()):
+        from ..deploy.dask import task_runner_for  # FP640 without a real Prefect server
+
+        extra["task_runner"] = task_runner_for(workflow.root.settings)
     return WorkflowFlow(
         folpipe_workflow,
         name=flow_name(workflow.name),
         description=workflow.root.config.description,
         validate_parameters=False,
+        **extra,
     )
 
 

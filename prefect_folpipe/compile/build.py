@@ -306,6 +306,8 @@ class WorkflowRun:
         self, task: Task, phase: str, context: dict[str, Any], scope: Scope, wait_for: Sequence[Any]
     ) -> _Pass:
         """Run one agent pass as a Prefect task run; report cached/completed/failed."""
+        if task.settings.task_runner == "dask":
+            return await self._dask_pass(task, phase, context, scope)
         state = await self.leaf_task(task, phase)(
             context=ContextBox(context),
             label=scope.label(task.path) + ("" if phase == "single" else f" ({phase} pass)"),
@@ -313,9 +315,36 @@ class WorkflowRun:
             wait_for=list(wait_for) or None,
             return_state=True,
         )
+        return await self._settle_pass(task, state)
+
+    async def _dask_pass(
+        self, task: Task, phase: str, context: dict[str, Any], scope: Scope
+    ) -> _Pass:
+        """``settings.task_runner: dask``: submit the pass to the flow's Dask task runner (the
+        leaf runs in a worker process, rebuilt from plain data by ``deploy.dask``)."""
+        from ..deploy.dask import run_on_dask
+
+        replies = str(self.options.replies) if self.options.replies else None
+        provider = self.options.provider or ("scripted" if replies else None)
+        state = await run_on_dask(
+            task,
+            self.workflow.root_dir,
+            context,
+            phase=phase,
+            provider=provider,
+            replies=replies,
+            label=scope.label(task.path),
+        )
+        self.tracker.attempt(task.path, 1)
+        return await self._settle_pass(task, state, charge=True)
+
+    async def _settle_pass(self, task: Task, state: Any, *, charge: bool = False) -> _Pass:
+        """A pass's final Prefect state as cached / completed / failed (with its error)."""
         if state.is_completed():
             payload = await state.aresult()
             status = "cached" if state.name == "Cached" else "completed"
+            if charge and status == "completed":
+                self.tracker.charge(task.path, payload)
             return _Pass(status, dict(payload.get("delta") or {}), None, state)
         error = await state.aresult(raise_on_failure=False)
         if not isinstance(error, BaseException):
