@@ -1,7 +1,7 @@
 """Helpers shared by the SDK-backed adapters: API keys, error mapping, install hints.
 
-Nothing here imports an SDK; each adapter maps its own exception classes onto
-``provider_error`` / ``status_error``.
+Nothing here imports an SDK at module load; ``SdkProvider`` holds what every adapter does
+alike (config, API key, one client per event loop), so each adapter keeps only its SDK mapping.
 """
 
 from __future__ import annotations
@@ -12,11 +12,13 @@ import importlib
 import os
 import time
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, ClassVar, Self
 
 from ..errors import ConfigError, ProviderError, ProviderErrorKind
 from ..spec.config import ProviderConfig
+from .base import ModelRequest
 
 SecretResolver = Callable[[str], str]
 
@@ -181,6 +183,32 @@ def connection_error(exc: BaseException, *, provider: str, timed_out: bool) -> P
     )
 
 
+def task_where(request: ModelRequest) -> str:
+    """The task a request belongs to, for error messages."""
+    return f"task {request.task_path or request.task_name or '<root>'!r}"
+
+
+def refusal_error(provider: str, where: str) -> ProviderError:
+    """The model refused to answer (FP324, not retryable)."""
+    return provider_error(
+        f"{provider}: the model refused to answer ({where})",
+        kind="bad_request",
+        provider=provider,
+        code="FP324",
+    )
+
+
+def truncated_error(provider: str, where: str) -> ProviderError:
+    """A tool call cut off at ``max_tokens`` (FP325, not retryable)."""
+    return provider_error(
+        f"{provider}: the answer was cut off at max_tokens in the middle of a tool call "
+        f"({where}); raise `max_tokens` in the provider block or the task's `agent:`",
+        kind="bad_request",
+        provider=provider,
+        code="FP325",
+    )
+
+
 def _short(text: str, limit: int = 500) -> str:
     text = " ".join(str(text).split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
@@ -216,3 +244,86 @@ class LoopClients:
 def option(config: ProviderConfig, request_value: Any, key: str) -> Any:
     """A request setting, falling back to the provider block's."""
     return request_value if request_value is not None else getattr(config, key, None)
+
+
+class SdkProvider:
+    """What the SDK-backed adapters share: the provider block, the API key, the clients.
+
+    A subclass sets ``name`` and implements ``_new_client`` (which calls ``_resolve_api_key``)
+    and ``complete``.
+    """
+
+    name: ClassVar[str]
+    supports_tools: bool = True
+
+    def __init__(
+        self,
+        config: ProviderConfig,
+        *,
+        secret_resolver: SecretResolver | None = None,
+        workflow_root: Path | None = None,
+    ) -> None:
+        self.config = config
+        self._secret_resolver = secret_resolver
+        self._api_key: str | None = None
+        self._clients = LoopClients(self._new_client)
+
+    @classmethod
+    def from_config(cls, config: ProviderConfig, env: Any) -> Self:
+        """Registry hook: build from a provider block and a ``ProviderEnv``."""
+        return cls(config, secret_resolver=env.secret_resolver, workflow_root=env.workflow_root)
+
+    @property
+    def secret_values(self) -> tuple[str, ...]:
+        """Values a cassette or a log must never contain (the API key in use)."""
+        return (self._api_key,) if self._api_key else ()
+
+    def _new_client(self) -> Any:
+        raise NotImplementedError
+
+    def _resolve_api_key(self, default_env: str | None, *, required: bool = True) -> str | None:
+        """Resolve (and remember, for ``secret_values``) the API key of the block."""
+        self._api_key = resolve_api_key(
+            self.config,
+            provider=self.name,
+            default_env=default_env,
+            secret_resolver=self._secret_resolver,
+            required=required,
+        )
+        return self._api_key
+
+    def _client_options(self) -> dict[str, Any]:
+        """``base_url`` / ``timeout`` of the block, SDK retries off (Prefect retries)."""
+        kwargs: dict[str, Any] = {"max_retries": 0}
+        if self.config.base_url:
+            kwargs["base_url"] = self.config.base_url
+        if self.config.timeout is not None:
+            kwargs["timeout"] = self.config.timeout
+        return kwargs
+
+    async def _create(
+        self,
+        sdk_module: str,
+        method: Callable[..., Any],
+        detail: Callable[[Any], str],
+        **kwargs: Any,
+    ) -> Any:
+        """Call an ``anthropic`` / ``openai`` SDK method, mapping their shared error classes."""
+        sdk = import_sdk(sdk_module, sdk_module)
+        try:
+            return await method(**kwargs)
+        except sdk.APIStatusError as exc:
+            raise status_error(
+                exc.status_code,
+                detail(exc),
+                provider=self.name,
+                headers=exc.response.headers,
+                secret=self._api_key,
+            ) from None
+        except sdk.APITimeoutError as exc:
+            raise connection_error(exc, provider=self.name, timed_out=True) from None
+        except sdk.APIConnectionError as exc:
+            raise connection_error(exc, provider=self.name, timed_out=False) from None
+
+    async def aclose(self) -> None:
+        await self._clients.aclose()

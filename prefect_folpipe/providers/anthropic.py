@@ -10,23 +10,19 @@ off: Prefect retries failed tasks.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any, ClassVar
 
-from ..errors import ProviderError
 from ..spec.config import ProviderConfig
 from ..spec.tree import Task
 from ._sdk import (
     DEFAULT_MAX_TOKENS,
-    LoopClients,
-    SecretResolver,
-    connection_error,
+    SdkProvider,
     import_sdk,
     model_name,
     option,
-    provider_error,
-    resolve_api_key,
-    status_error,
+    refusal_error,
+    task_where,
+    truncated_error,
 )
 from .base import (
     AssistantMessage,
@@ -43,48 +39,15 @@ CACHE_BREAKPOINT = {"type": "ephemeral"}
 EMPTY_TEXT = "(no text)"
 
 
-class AnthropicProvider:
+class AnthropicProvider(SdkProvider):
     """Claude models via ``anthropic.AsyncAnthropic``."""
 
     name: ClassVar[str] = "anthropic"
-    supports_tools: bool = True
-
-    def __init__(
-        self,
-        config: ProviderConfig,
-        *,
-        secret_resolver: SecretResolver | None = None,
-        workflow_root: Path | None = None,
-    ) -> None:
-        self.config = config
-        self._secret_resolver = secret_resolver
-        self._api_key: str | None = None
-        self._clients = LoopClients(self._new_client)
-
-    @classmethod
-    def from_config(cls, config: ProviderConfig, env: Any) -> AnthropicProvider:
-        """Registry hook: build from a provider block and a ``ProviderEnv``."""
-        return cls(config, secret_resolver=env.secret_resolver, workflow_root=env.workflow_root)
-
-    @property
-    def secret_values(self) -> tuple[str, ...]:
-        """Values a cassette or a log must never contain (the API key in use)."""
-        return (self._api_key,) if self._api_key else ()
 
     def _new_client(self) -> Any:
         sdk = import_sdk("anthropic", "anthropic")
-        self._api_key = resolve_api_key(
-            self.config,
-            provider=self.name,
-            default_env="ANTHROPIC_API_KEY",
-            secret_resolver=self._secret_resolver,
-        )
-        kwargs: dict[str, Any] = {"api_key": self._api_key, "max_retries": 0}
-        if self.config.base_url:
-            kwargs["base_url"] = self.config.base_url
-        if self.config.timeout is not None:
-            kwargs["timeout"] = self.config.timeout
-        return sdk.AsyncAnthropic(**kwargs)
+        api_key = self._resolve_api_key("ANTHROPIC_API_KEY")
+        return sdk.AsyncAnthropic(api_key=api_key, **self._client_options())
 
     async def check_capabilities(self, task: Task) -> None:
         """Claude models call tools natively: nothing to check."""
@@ -93,25 +56,8 @@ class AnthropicProvider:
     async def complete(self, request: ModelRequest) -> ModelResponse:
         client = self._clients.get()
         kwargs = build_request(request, self.config)
-        sdk = import_sdk("anthropic", "anthropic")
-        try:
-            message = await client.messages.create(**kwargs)
-        except sdk.APIStatusError as exc:
-            raise status_error(
-                exc.status_code,
-                _error_detail(exc),
-                provider=self.name,
-                headers=exc.response.headers,
-                secret=self._api_key,
-            ) from None
-        except sdk.APITimeoutError as exc:
-            raise connection_error(exc, provider=self.name, timed_out=True) from None
-        except sdk.APIConnectionError as exc:
-            raise connection_error(exc, provider=self.name, timed_out=False) from None
+        message = await self._create("anthropic", client.messages.create, _error_detail, **kwargs)
         return parse_response(message, request, provider=self.name)
-
-    async def aclose(self) -> None:
-        await self._clients.aclose()
 
 
 def build_request(request: ModelRequest, config: ProviderConfig) -> dict[str, Any]:
@@ -216,26 +162,10 @@ _STOP_REASONS: dict[str, str] = {
 def _check_stop(
     stop: str | None, request: ModelRequest, calls: list[ToolCall], provider: str
 ) -> None:
-    where = f"task {request.task_path or request.task_name or '<root>'!r}"
     if stop == "refusal":
-        raise provider_error(
-            f"{provider}: the model refused to answer ({where})",
-            kind="bad_request",
-            provider=provider,
-            code="FP324",
-        )
+        raise refusal_error(provider, task_where(request))
     if stop == "max_tokens" and calls:
-        raise _truncated(provider, where)
-
-
-def _truncated(provider: str, where: str) -> ProviderError:
-    return provider_error(
-        f"{provider}: the answer was cut off at max_tokens in the middle of a tool call "
-        f"({where}); raise `max_tokens` in the provider block or the task's `agent:`",
-        kind="bad_request",
-        provider=provider,
-        code="FP325",
-    )
+        raise truncated_error(provider, task_where(request))
 
 
 def usage_of(usage: Any) -> Usage:

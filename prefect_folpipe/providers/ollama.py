@@ -20,14 +20,13 @@ from ..errors import ConfigError
 from ..spec.config import ProviderConfig
 from ..spec.tree import Task
 from ._sdk import (
-    LoopClients,
+    SdkProvider,
     SecretResolver,
     connection_error,
     import_sdk,
     model_name,
     option,
     provider_error,
-    resolve_api_key,
     status_error,
 )
 from .base import (
@@ -54,7 +53,7 @@ async def _keep_error_headers(response: httpx.Response) -> None:
         _error_headers.set(response.headers)
 
 
-class OllamaProvider:
+class OllamaProvider(SdkProvider):
     """Local (or remote) Ollama models via ``ollama.AsyncClient``."""
 
     name: ClassVar[str] = "ollama"
@@ -68,33 +67,14 @@ class OllamaProvider:
         secret_resolver: SecretResolver | None = None,
         workflow_root: Path | None = None,
     ) -> None:
-        self.config = config
-        self._secret_resolver = secret_resolver
-        self._api_key: str | None = None
-        self._clients = LoopClients(self._new_client)
+        super().__init__(config, secret_resolver=secret_resolver, workflow_root=workflow_root)
         self._tool_support: dict[str, bool] = {}
-
-    @classmethod
-    def from_config(cls, config: ProviderConfig, env: Any) -> OllamaProvider:
-        """Registry hook: build from a provider block and a ``ProviderEnv``."""
-        return cls(config, secret_resolver=env.secret_resolver, workflow_root=env.workflow_root)
-
-    @property
-    def secret_values(self) -> tuple[str, ...]:
-        """Values a cassette or a log must never contain (the API key in use)."""
-        return (self._api_key,) if self._api_key else ()
 
     def _new_client(self) -> Any:
         sdk = import_sdk("ollama", "ollama")
         # a key is optional (Ollama's hosted API, or a proxy in front of a local server)
-        self._api_key = resolve_api_key(
-            self.config,
-            provider=self.name,
-            default_env=None,
-            secret_resolver=self._secret_resolver,
-            required=False,
-        )
-        headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else None
+        api_key = self._resolve_api_key(None, required=False)
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else None
         return sdk.AsyncClient(
             host=self.config.base_url or DEFAULT_HOST,
             timeout=self.config.timeout,
@@ -156,9 +136,6 @@ class OllamaProvider:
             raise connection_error(exc, provider=self.name, timed_out=True) from None
         except (ConnectionError, httpx.TransportError) as exc:
             raise connection_error(exc, provider=self.name, timed_out=False) from None
-
-    async def aclose(self) -> None:
-        await self._clients.aclose()
 
 
 def _task_model(task: Task) -> str | None:

@@ -9,21 +9,19 @@ schema) unless ``json_mode: false``. The SDK's own retries are off: Prefect retr
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any, ClassVar
 
 from ..spec.config import ProviderConfig
 from ..spec.tree import Task
 from ._sdk import (
-    LoopClients,
-    SecretResolver,
-    connection_error,
+    SdkProvider,
     import_sdk,
     model_name,
     option,
     provider_error,
-    resolve_api_key,
-    status_error,
+    refusal_error,
+    task_where,
+    truncated_error,
 )
 from .base import (
     AssistantMessage,
@@ -41,52 +39,15 @@ NO_KEY_PLACEHOLDER = "not-needed"
 INVALID_ARGUMENTS_KEY = "__invalid_json__"
 
 
-class OpenAIProvider:
+class OpenAIProvider(SdkProvider):
     """GPT models, or any OpenAI-compatible server via ``base_url``."""
 
     name: ClassVar[str] = "openai"
-    supports_tools: bool = True
-
-    def __init__(
-        self,
-        config: ProviderConfig,
-        *,
-        secret_resolver: SecretResolver | None = None,
-        workflow_root: Path | None = None,
-    ) -> None:
-        self.config = config
-        self._secret_resolver = secret_resolver
-        self._api_key: str | None = None
-        self._clients = LoopClients(self._new_client)
-
-    @classmethod
-    def from_config(cls, config: ProviderConfig, env: Any) -> OpenAIProvider:
-        """Registry hook: build from a provider block and a ``ProviderEnv``."""
-        return cls(config, secret_resolver=env.secret_resolver, workflow_root=env.workflow_root)
-
-    @property
-    def secret_values(self) -> tuple[str, ...]:
-        """Values a cassette or a log must never contain (the API key in use)."""
-        return (self._api_key,) if self._api_key else ()
 
     def _new_client(self) -> Any:
         sdk = import_sdk("openai", "openai")
-        self._api_key = resolve_api_key(
-            self.config,
-            provider=self.name,
-            default_env="OPENAI_API_KEY",
-            secret_resolver=self._secret_resolver,
-            required=self.config.base_url is None,
-        )
-        kwargs: dict[str, Any] = {
-            "api_key": self._api_key or NO_KEY_PLACEHOLDER,
-            "max_retries": 0,
-        }
-        if self.config.base_url:
-            kwargs["base_url"] = self.config.base_url
-        if self.config.timeout is not None:
-            kwargs["timeout"] = self.config.timeout
-        return sdk.AsyncOpenAI(**kwargs)
+        api_key = self._resolve_api_key("OPENAI_API_KEY", required=self.config.base_url is None)
+        return sdk.AsyncOpenAI(api_key=api_key or NO_KEY_PLACEHOLDER, **self._client_options())
 
     async def check_capabilities(self, task: Task) -> None:
         """Function calling is assumed for OpenAI and compatible servers."""
@@ -95,25 +56,9 @@ class OpenAIProvider:
     async def complete(self, request: ModelRequest) -> ModelResponse:
         client = self._clients.get()
         kwargs = build_request(request, self.config)
-        sdk = import_sdk("openai", "openai")
-        try:
-            completion = await client.chat.completions.create(**kwargs)
-        except sdk.APIStatusError as exc:
-            raise status_error(
-                exc.status_code,
-                _error_detail(exc),
-                provider=self.name,
-                headers=exc.response.headers,
-                secret=self._api_key,
-            ) from None
-        except sdk.APITimeoutError as exc:
-            raise connection_error(exc, provider=self.name, timed_out=True) from None
-        except sdk.APIConnectionError as exc:
-            raise connection_error(exc, provider=self.name, timed_out=False) from None
+        create = client.chat.completions.create
+        completion = await self._create("openai", create, _error_detail, **kwargs)
         return parse_response(completion, request, provider=self.name)
-
-    async def aclose(self) -> None:
-        await self._clients.aclose()
 
 
 def build_request(request: ModelRequest, config: ProviderConfig) -> dict[str, Any]:
@@ -199,22 +144,10 @@ def parse_response(completion: Any, request: ModelRequest, *, provider: str) -> 
     message = choice.message
     calls = tuple(_tool_call(c) for c in message.tool_calls or ())
     finish = choice.finish_reason
-    where = f"task {request.task_path or request.task_name or '<root>'!r}"
     if getattr(message, "refusal", None) or finish == "content_filter":
-        raise provider_error(
-            f"{provider}: the model refused to answer ({where})",
-            kind="bad_request",
-            provider=provider,
-            code="FP324",
-        )
+        raise refusal_error(provider, task_where(request))
     if finish == "length" and calls:
-        raise provider_error(
-            f"{provider}: the answer was cut off at max_tokens in the middle of a tool call "
-            f"({where}); raise `max_tokens` in the provider block or the task's `agent:`",
-            kind="bad_request",
-            provider=provider,
-            code="FP325",
-        )
+        raise truncated_error(provider, task_where(request))
     return ModelResponse(
         text=message.content or "",
         tool_calls=calls,
