@@ -46,6 +46,7 @@ import httpx
 
 from ..errors import SandboxViolation, ToolError
 from ..spec.tree import ToolSpec
+from ._meta import ENV_REFERENCE, allow_list, meta_names
 from .context import ToolContext
 from .runtime import register_runner
 
@@ -53,7 +54,6 @@ DEFAULT_MAX_BYTES = 1_000_000
 DEFAULT_TIMEOUT = 30.0
 MAX_REDIRECTS = 5
 QUERY_METHODS = frozenset({"GET", "DELETE", "HEAD"})
-ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 PATH_PARAMETER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 CLIENT_KEY = "http_tool_client"
 RETRYABLE_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
@@ -86,7 +86,7 @@ async def run_http_tool(spec: ToolSpec, arguments: Mapping[str, Any], ctx: ToolC
         name: substitute_env(str(value), allowed, spec.name)
         for name, value in dict(meta.get("headers") or {}).items()
     }
-    query_names = set(_names(meta.get("query")))
+    query_names = set(meta_names(meta.get("query")))
     in_query = {k: v for k, v in values.items() if method in QUERY_METHODS or k in query_names}
     body = {k: v for k, v in values.items() if k not in in_query}
     request = _client(ctx).build_request(
@@ -303,19 +303,6 @@ def _client(ctx: ToolContext) -> httpx.AsyncClient:
 
 def _tool_timeout(ctx: ToolContext) -> float:
     return ctx.settings.tool_timeout if ctx.settings else DEFAULT_TIMEOUT
-
-
-def allow_list(value: Any) -> frozenset[str]:
-    """The names of ``> env:`` (a list, or comma-separated)."""
-    return frozenset(_names(value))
-
-
-def _names(value: Any) -> list[str]:
-    if value is None:
-        return []
-    if isinstance(value, str):
-        return [part.strip() for part in value.split(",") if part.strip()]
-    return [str(item) for item in value]
 
 
 def _flag(value: Any) -> bool:

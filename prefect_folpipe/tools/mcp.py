@@ -26,7 +26,6 @@ import asyncio
 import contextlib
 import dataclasses
 import os
-import re
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -35,6 +34,7 @@ from typing import Any
 from ..errors import ToolError
 from ..spec.config import McpServer
 from ..spec.tree import ToolSpec
+from ._meta import ENV_REFERENCE
 from .context import ToolContext
 from .runtime import register_runner
 
@@ -45,7 +45,6 @@ schemas without starting the server until a tool is actually called."""
 CONNECTIONS_KEY = "mcp_connections"
 LOCK_KEY = "mcp_connections_lock"
 DEFAULT_STARTUP_TIMEOUT = 60.0
-ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 STDERR_TAIL = 2000
 
 

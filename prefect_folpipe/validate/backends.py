@@ -14,7 +14,7 @@ from ..errors import ConfigError, Diagnostic
 from ..loader import LoadResult
 from ..providers.pricing import PriceTable
 from ..spec.tree import Task, ToolSpec, Workflow
-from ..tools.http import ENV_REFERENCE, allow_list
+from ..tools._meta import ENV_REFERENCE, allow_list
 from ._common import at
 
 
