@@ -13,6 +13,7 @@ import inspect
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,10 +29,11 @@ from .loading import (
     load_tools_module,
     tools_dir_digest,
 )
-from .schema import ToolDefinitionError, empty_schema
+from .schema import ToolDefinitionError, empty_schema, object_schema
 
 KINDS = ("python", "shell", "http", "mcp", "reference")
 TOOL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
+_NAME_HINT = "use letters, digits, '_' or '-' (at most 64), starting with a letter or '_'"
 HTTP_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD")
 COMMON_KEYS = ("type", "scope", "timeout", "retries", "env")
 HTTP_EXTRA_KEYS = ("env", "max_bytes", "follow_redirects")
@@ -62,7 +64,7 @@ _SHELL_ASSIGN = re.compile(
 Diagnostics = list[Diagnostic]
 
 
-def _diag(
+def diagnostic(
     code: str,
     message: str,
     file: Path | str,
@@ -72,6 +74,7 @@ def _diag(
     *,
     warning: bool = False,
 ) -> Diagnostic:
+    """A diagnostic of ``owner`` at ``file:line`` (an error unless ``warning``)."""
     return Diagnostic(
         code=code,
         message=message,
@@ -104,7 +107,7 @@ def parse_tools_md(path: str | Path, *, owner: str) -> tuple[list[ToolSpec], Dia
     try:
         text = file.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
-        return [], [_diag("FP217", f"cannot read tools.md: {exc}", file, None, owner)]
+        return [], [diagnostic("FP217", f"cannot read tools.md: {exc}", file, None, owner)]
     tools: list[ToolSpec] = []
     diagnostics: Diagnostics = []
     seen: dict[str, int] = {}
@@ -114,7 +117,7 @@ def parse_tools_md(path: str | Path, *, owner: str) -> tuple[list[ToolSpec], Dia
             continue
         if spec.name in seen:
             diagnostics.append(
-                _diag(
+                diagnostic(
                     "FP204",
                     f"tool {spec.name!r} is defined twice (first at line {seen[spec.name]})",
                     file,
@@ -129,38 +132,65 @@ def parse_tools_md(path: str | Path, *, owner: str) -> tuple[list[ToolSpec], Dia
     return tools, diagnostics
 
 
+@dataclass
+class _Source:
+    """One parsed tools.md section on its way to a ToolSpec, and where its problems go."""
+
+    section: markdown.Section
+    parsed: markdown.ParsedSection
+    file: Path
+    owner: str
+    diagnostics: Diagnostics
+
+    def report(
+        self,
+        code: str,
+        message: str,
+        line: int | None = None,
+        hint: str | None = None,
+        *,
+        warning: bool = False,
+    ) -> None:
+        """Add a diagnostic at ``line`` (default: the section's heading)."""
+        at = self.section.line if line is None else line
+        self.diagnostics.append(
+            diagnostic(code, message, self.file, at, self.owner, hint, warning=warning)
+        )
+
+
 def _tool_from_section(
     section: markdown.Section, file: Path, owner: str, diagnostics: Diagnostics
 ) -> ToolSpec | None:
     if not section.name:
         diagnostics.append(
-            _diag("FP202", "tool heading has no name", file, section.line, owner, "write '## name'")
+            diagnostic(
+                "FP202", "tool heading has no name", file, section.line, owner, "write '## name'"
+            )
         )
         return None
     if not TOOL_NAME.match(section.name):
         diagnostics.append(
-            _diag(
+            diagnostic(
                 "FP203",
                 f"invalid tool name {section.name!r}",
                 file,
                 section.line,
                 owner,
-                "use letters, digits, '_' or '-' (at most 64), starting with a letter or '_'",
+                _NAME_HINT,
             )
         )
         return None
-    parsed = markdown.parse_section(section)
+    source = _Source(section, markdown.parse_section(section), file, owner, diagnostics)
     before = len(diagnostics)
-    kind, metadata = _read_metadata(section, parsed, file, owner, diagnostics)
+    kind, metadata = _read_metadata(source)
     if kind is None:
         return None
-    _check_code_block(kind, section, parsed, file, owner, diagnostics)
-    for message, line in parsed.param_errors:
-        diagnostics.append(_diag("FP213", message, file, line, owner, _PARAM_HINT))
+    _check_code_block(kind, source)
+    for message, line in source.parsed.param_errors:
+        source.report("FP213", message, line, _PARAM_HINT)
     if _has_errors(diagnostics[before:]):
         return None
-    build = _BUILDERS[kind]
-    return build(section, parsed, metadata, file, owner, diagnostics)
+    return _BUILDERS[kind](source, metadata)
 
 
 _PARAM_HINT = (
@@ -172,51 +202,36 @@ def _has_errors(diagnostics: Diagnostics) -> bool:
     return any(d.severity == Severity.ERROR for d in diagnostics)
 
 
-def _read_metadata(
-    section: markdown.Section,
-    parsed: markdown.ParsedSection,
-    file: Path,
-    owner: str,
-    diagnostics: Diagnostics,
-) -> tuple[str | None, dict[str, Any]]:
+def _read_metadata(source: _Source) -> tuple[str | None, dict[str, Any]]:
     """The tool kind and the typed metadata of a section."""
+    parsed = source.parsed
     for body, line in parsed.bad_metadata:
-        diagnostics.append(
-            _diag("FP206", f"metadata line is not 'key: value': {body!r}", file, line, owner)
-        )
-    raw_type, type_line = parsed.metadata.get("type", ("python", section.line))
+        source.report("FP206", f"metadata line is not 'key: value': {body!r}", line)
+    raw_type, type_line = parsed.metadata.get("type", ("python", source.section.line))
     kind = raw_type.strip().lower()
     if kind not in KINDS:
-        diagnostics.append(
-            _diag(
-                "FP205",
-                f"unknown tool type {raw_type!r} for tool {section.name!r}",
-                file,
-                type_line,
-                owner,
-                did_you_mean(kind, KINDS) or f"use one of: {', '.join(KINDS)}",
-            )
+        source.report(
+            "FP205",
+            f"unknown tool type {raw_type!r} for tool {source.section.name!r}",
+            type_line,
+            did_you_mean(kind, KINDS) or f"use one of: {', '.join(KINDS)}",
         )
         return None, {}
     metadata: dict[str, Any] = {}
     known = COMMON_KEYS + KIND_KEYS[kind]
     for key, (value, line) in parsed.metadata.items():
         if key not in known:
-            diagnostics.append(
-                _diag(
-                    "FP207",
-                    f"unknown metadata key {key!r} for a {kind} tool",
-                    file,
-                    line,
-                    owner,
-                    did_you_mean(key, known) or f"known keys: {', '.join(known)}",
-                    warning=True,
-                )
+            source.report(
+                "FP207",
+                f"unknown metadata key {key!r} for a {kind} tool",
+                line,
+                did_you_mean(key, known) or f"known keys: {', '.join(known)}",
+                warning=True,
             )
         try:
             metadata[key] = _metadata_value(key, value)
         except ValueError as exc:
-            diagnostics.append(_diag("FP208", f"metadata {key!r}: {exc}", file, line, owner))
+            source.report("FP208", f"metadata {key!r}: {exc}", line)
     metadata["type"] = kind
     return kind, metadata
 
@@ -265,71 +280,55 @@ def _structured(value: str) -> Any:
         raise ValueError(f"cannot parse {value!r}: {str(exc).splitlines()[0]}") from None
 
 
-def _check_code_block(
-    kind: str,
-    section: markdown.Section,
-    parsed: markdown.ParsedSection,
-    file: Path,
-    owner: str,
-    diagnostics: Diagnostics,
-) -> None:
-    if parsed.code is not None and not parsed.code.closed:
-        diagnostics.append(
-            _diag("FP209", "code block is not closed", file, parsed.code.line - 1, owner)
+def _check_code_block(kind: str, source: _Source) -> None:
+    code, name = source.parsed.code, source.section.name
+    if code is not None and not code.closed:
+        source.report("FP209", "code block is not closed", code.line - 1)
+    if kind in CODE_KINDS and (code is None or not code.code.strip()):
+        source.report(
+            "FP209",
+            f"{kind} tool {name!r} has no code block",
+            hint=f"add a fenced ```{'python' if kind == 'python' else 'bash'} block",
         )
-    if kind in CODE_KINDS and (parsed.code is None or not parsed.code.code.strip()):
-        diagnostics.append(
-            _diag(
-                "FP209",
-                f"{kind} tool {section.name!r} has no code block",
-                file,
-                section.line,
-                owner,
-                f"add a fenced ```{'python' if kind == 'python' else 'bash'} block",
-            )
-        )
-    for line in parsed.extra_code_blocks:
-        diagnostics.append(
-            _diag(
-                "FP218",
-                f"tool {section.name!r} has more than one code block; only the first is used",
-                file,
-                line,
-                owner,
-                warning=True,
-            )
+    for line in source.parsed.extra_code_blocks:
+        source.report(
+            "FP218",
+            f"tool {name!r} has more than one code block; only the first is used",
+            line,
+            warning=True,
         )
 
 
 def _spec(
-    section: markdown.Section,
-    parsed: markdown.ParsedSection,
+    source: _Source,
     metadata: dict[str, Any],
-    file: Path,
-    owner: str,
     *,
-    description: str,
     parameters: Mapping[str, Any],
+    description: str | None = None,
     code: str | None = None,
     function_name: str | None = None,
 ) -> ToolSpec:
+    """The ToolSpec of a section; ``description`` defaults to the section's prose."""
     kind = metadata["type"]
+    name = source.section.name
+    description = source.parsed.description if description is None else description
+    block = source.parsed.code
     return ToolSpec(
-        name=section.name,
+        name=name,
         kind=kind,
         description=description,
         parameters=parameters,
-        source_file=str(file.absolute()),
-        line=section.line,
+        source_file=str(source.file.absolute()),
+        line=source.section.line,
         code=code,
-        code_line=parsed.code.line if parsed.code is not None and code is not None else None,
+        code_line=block.line if block is not None and code is not None else None,
         function_name=function_name,
         metadata=metadata,
         scope=metadata.get("scope", "shared"),
-        owner=owner,
+        owner=source.owner,
         content_hash=content_hash(
             kind=kind,
-            name=section.name,
+            name=name,
             description=description,
             parameters=parameters,
             code=code,
@@ -338,44 +337,32 @@ def _spec(
     )
 
 
-def _build_python(
-    section: markdown.Section,
-    parsed: markdown.ParsedSection,
-    metadata: dict[str, Any],
-    file: Path,
-    owner: str,
-    diagnostics: Diagnostics,
-) -> ToolSpec | None:
-    assert parsed.code is not None
-    block = parsed.code
+def _build_python(source: _Source, metadata: dict[str, Any]) -> ToolSpec | None:
+    block = source.parsed.code
+    assert block is not None
+    file = source.file.absolute()
     try:
-        module = load_code_block(block.code, source_file=str(file.absolute()), line=block.line)
+        module = load_code_block(block.code, source_file=str(file), line=block.line)
     except Exception as exc:
-        message, line = describe_exception(exc, file.absolute())
+        message, line = describe_exception(exc, file)
         code = "FP210" if isinstance(exc, SyntaxError) else "FP219"
-        diagnostics.append(
-            _diag(code, f"python tool {section.name!r}: {message}", file, line or block.line, owner)
-        )
+        source.report(code, f"python tool {source.section.name!r}: {message}", line or block.line)
         return None
-    function = _pick_function(section, module.__dict__, metadata, file, owner, diagnostics)
+    function = _pick_function(source, module.__dict__, metadata)
     if function is None:
         return None
-    descriptions = {e.name: e.schema.get("description", "") for e in parsed.params or []}
+    descriptions = {e.name: e.schema.get("description", "") for e in source.parsed.params or []}
     try:
         schema, doc_text = describe_function(function, descriptions=descriptions)
     except ToolDefinitionError as exc:
-        line = function.__code__.co_firstlineno
-        diagnostics.append(_diag("FP216", str(exc), file, line, owner, _SIGNATURE_HINT))
+        source.report("FP216", str(exc), function.__code__.co_firstlineno, _SIGNATURE_HINT)
         return None
     meta = tool_meta(function)
     merged = {**(meta.metadata() if meta else {}), **metadata}
     return _spec(
-        section,
-        parsed,
+        source,
         merged,
-        file,
-        owner,
-        description=parsed.description or doc_text,
+        description=source.parsed.description or doc_text,
         parameters=schema.parameters,
         code=block.code,
         function_name=function.__name__,
@@ -386,84 +373,63 @@ _SIGNATURE_HINT = "annotate parameters with JSON-friendly types (str, int, list[
 
 
 def _pick_function(
-    section: markdown.Section,
-    namespace: Mapping[str, Any],
-    metadata: dict[str, Any],
-    file: Path,
-    owner: str,
-    diagnostics: Diagnostics,
+    source: _Source, namespace: Mapping[str, Any], metadata: dict[str, Any]
 ) -> Callable[..., Any] | None:
     """The function a tools.md code block implements its tool with."""
+    name = source.section.name
     module_name = namespace.get("__name__")
     functions = {
-        name: value
-        for name, value in namespace.items()
+        attribute: value
+        for attribute, value in namespace.items()
         if inspect.isfunction(value) and value.__module__ == module_name
     }
-    wanted = metadata.get("function") or section.name
+    wanted = metadata.get("function") or name
     if wanted in functions:
         return functions[wanted]
-    marked = [f for f in functions.values() if (m := tool_meta(f)) and m.name == section.name]
-    public = [f for name, f in functions.items() if not name.startswith("_")]
+    marked = [f for f in functions.values() if (m := tool_meta(f)) and m.name == name]
+    public = [f for attribute, f in functions.items() if not attribute.startswith("_")]
     choice = marked or public
     if len(choice) == 1 and "function" not in metadata:
         return choice[0]
     found = ", ".join(functions) or "none"
-    diagnostics.append(
-        _diag(
-            "FP211",
-            f"python tool {section.name!r}: no function named {wanted!r} in the code block "
-            f"(functions found: {found})",
-            file,
-            section.line,
-            owner,
-            f"name the function {section.name!r}, or set '> function: <name>'",
-        )
+    source.report(
+        "FP211",
+        f"python tool {name!r}: no function named {wanted!r} in the code block "
+        f"(functions found: {found})",
+        hint=f"name the function {name!r}, or set '> function: <name>'",
     )
     return None
 
 
-def _build_shell(
-    section: markdown.Section,
-    parsed: markdown.ParsedSection,
-    metadata: dict[str, Any],
-    file: Path,
-    owner: str,
-    diagnostics: Diagnostics,
-) -> ToolSpec | None:
-    assert parsed.code is not None
-    script = parsed.code.code
-    entries, ok = _declared_params(parsed, metadata, file, owner, diagnostics)
+def _build_shell(source: _Source, metadata: dict[str, Any]) -> ToolSpec | None:
+    assert source.parsed.code is not None
+    script = source.parsed.code.code
+    parameters = _parameters(source, metadata, lambda: infer_shell_params(script))
+    if parameters is None:
+        return None
+    return _spec(source, metadata, parameters=parameters, code=script)
+
+
+def _parameters(
+    source: _Source, metadata: dict[str, Any], default: Callable[[], dict[str, Any]]
+) -> dict[str, Any] | None:
+    """The schema of the declared parameters (``default()`` when none are declared), or None
+    when they have errors."""
+    entries, ok = _declared_params(source, metadata)
     if not ok:
         return None
-    parameters = (
-        markdown.params_schema(entries) if entries is not None else infer_shell_params(script)
-    )
-    return _spec(
-        section,
-        parsed,
-        metadata,
-        file,
-        owner,
-        description=parsed.description,
-        parameters=parameters,
-        code=script,
-    )
+    return markdown.params_schema(entries) if entries is not None else default()
 
 
 def _declared_params(
-    parsed: markdown.ParsedSection,
-    metadata: dict[str, Any],
-    file: Path,
-    owner: str,
-    diagnostics: Diagnostics,
+    source: _Source, metadata: dict[str, Any]
 ) -> tuple[list[markdown.ParamEntry] | None, bool]:
     """Parameters from ``> params:`` or a Parameters list (None when neither is given), and
     whether they were read without errors."""
     raw = metadata.get("params")
     if raw is None:
-        return parsed.params, True
-    line = parsed.metadata["params"][1]
+        return source.parsed.params, True
+    line = source.parsed.metadata["params"][1]
     items = raw if isinstance(raw, list) else markdown.split_param_list(str(raw))
     errors: list[tuple[str, int]] = []
     entries = [
@@ -472,7 +438,7 @@ def _declared_params(
         if (entry := markdown.parse_param_item(str(item), line, errors)) is not None
     ]
     for message, number in errors:
-        diagnostics.append(_diag("FP213", message, file, number, owner, _PARAM_HINT))
+        source.report("FP213", message, number, _PARAM_HINT)
     metadata["params"] = [entry.name for entry in entries]
     return entries, not errors
 
@@ -486,7 +452,6 @@ def infer_shell_params(script: str) -> dict[str, Any]:
     """
     assigned = {name for match in _SHELL_ASSIGN.finditer(script) for name in match.groups() if name}
     properties: dict[str, Any] = {}
-    required: list[str] = []
     optional: set[str] = set()
     for match in _SHELL_VAR.finditer(script):
         var = match.group(1)
@@ -496,112 +461,45 @@ def infer_shell_params(script: str) -> dict[str, Any]:
         if match.group(2):
             optional.add(name)
         properties.setdefault(name, {"type": "string"})
-    required = [name for name in properties if name not in optional]
-    schema: dict[str, Any] = {
-        "type": "object",
-        "properties": properties,
-        "additionalProperties": False,
-    }
-    if required:
-        schema["required"] = required
-    return schema
+    return object_schema(properties, [name for name in properties if name not in optional])
 
 
-def _build_http(
-    section: markdown.Section,
-    parsed: markdown.ParsedSection,
-    metadata: dict[str, Any],
-    file: Path,
-    owner: str,
-    diagnostics: Diagnostics,
-) -> ToolSpec | None:
-    if not metadata.get("url"):
-        diagnostics.append(
-            _diag(
-                "FP212",
-                f"http tool {section.name!r} has no url",
-                file,
-                section.line,
-                owner,
-                "add '> url: https://...'",
-            )
-        )
+def _has_key(source: _Source, metadata: dict[str, Any], key: str, hint: str) -> bool:
+    """Whether the metadata sets ``key``; FP212 when it does not."""
+    if metadata.get(key):
+        return True
+    source.report(
+        "FP212", f"{metadata['type']} tool {source.section.name!r} has no {key}", hint=hint
+    )
+    return False
+
+
+def _build_http(source: _Source, metadata: dict[str, Any]) -> ToolSpec | None:
+    if not _has_key(source, metadata, "url", "add '> url: https://...'"):
         return None
     metadata.setdefault("method", "GET")
-    entries, ok = _declared_params(parsed, metadata, file, owner, diagnostics)
-    if not ok:
+    parameters = _parameters(source, metadata, empty_schema)
+    if parameters is None:
         return None
-    parameters = markdown.params_schema(entries) if entries is not None else empty_schema()
-    return _spec(
-        section,
-        parsed,
-        metadata,
-        file,
-        owner,
-        description=parsed.description,
-        parameters=parameters,
-        code=parsed.code.code if parsed.code else None,
-    )
+    code = source.parsed.code.code if source.parsed.code else None
+    return _spec(source, metadata, parameters=parameters, code=code)
 
 
-def _build_mcp(
-    section: markdown.Section,
-    parsed: markdown.ParsedSection,
-    metadata: dict[str, Any],
-    file: Path,
-    owner: str,
-    diagnostics: Diagnostics,
-) -> ToolSpec | None:
-    if not metadata.get("server"):
-        diagnostics.append(
-            _diag(
-                "FP212",
-                f"mcp tool {section.name!r} has no server",
-                file,
-                section.line,
-                owner,
-                "add '> server: <name of an mcp_servers entry>'",
-            )
-        )
+def _build_mcp(source: _Source, metadata: dict[str, Any]) -> ToolSpec | None:
+    if not _has_key(source, metadata, "server", "add '> server: <name of an mcp_servers entry>'"):
         return None
-    metadata.setdefault("tool", section.name)
-    entries, ok = _declared_params(parsed, metadata, file, owner, diagnostics)
-    if not ok:
+    metadata.setdefault("tool", source.section.name)
+    parameters = _parameters(source, metadata, lambda: empty_schema(additional=True))
+    if parameters is None:
         return None
-    parameters = (
-        markdown.params_schema(entries) if entries is not None else empty_schema(additional=True)
-    )
-    return _spec(
-        section,
-        parsed,
-        metadata,
-        file,
-        owner,
-        description=parsed.description,
-        parameters=parameters,
-    )
+    return _spec(source, metadata, parameters=parameters)
 
 
-def _build_reference(
-    section: markdown.Section,
-    parsed: markdown.ParsedSection,
-    metadata: dict[str, Any],
-    file: Path,
-    owner: str,
-    diagnostics: Diagnostics,
-) -> ToolSpec | None:
-    return _spec(
-        section,
-        parsed,
-        metadata,
-        file,
-        owner,
-        description=parsed.description,
-        parameters=empty_schema(),
-    )
+def _build_reference(source: _Source, metadata: dict[str, Any]) -> ToolSpec | None:
+    return _spec(source, metadata, parameters=empty_schema())
 
 
-_BUILDERS = {
+_BUILDERS: dict[str, Callable[[_Source, dict[str, Any]], ToolSpec | None]] = {
     "python": _build_python,
     "shell": _build_shell,
     "http": _build_http,
@@ -633,7 +531,7 @@ def discover_module_tools(
             if spec.name in seen:
                 first = seen[spec.name]
                 diagnostics.append(
-                    _diag(
+                    diagnostic(
                         "FP204",
                         f"tool {spec.name!r} is defined twice (first in "
                         f"{Path(first.source_file).name}:{first.line})",
@@ -655,7 +553,7 @@ def _tools_of_module(file: Path, digest: str, owner: str) -> tuple[list[ToolSpec
     except (Exception, SystemExit) as exc:
         message, line = describe_exception(exc, file.absolute())
         return [], [
-            _diag(
+            diagnostic(
                 "FP214",
                 f"tools module {file.name} failed to import: {message}",
                 file,
@@ -677,7 +575,7 @@ def _tools_of_module(file: Path, digest: str, owner: str) -> tuple[list[ToolSpec
             tools.append(spec)
     if not tools and not diagnostics:
         diagnostics.append(
-            _diag(
+            diagnostic(
                 "FP215",
                 f"tools module {file.name} defines no @tool function",
                 file,
@@ -703,13 +601,13 @@ def _module_tool(
     line = getattr(getattr(function, "__code__", None), "co_firstlineno", None)
     if not TOOL_NAME.match(meta.name):
         diagnostics.append(
-            _diag("FP203", f"invalid tool name {meta.name!r}", file, line, owner, _NAME_HINT)
+            diagnostic("FP203", f"invalid tool name {meta.name!r}", file, line, owner, _NAME_HINT)
         )
         return None
     try:
         schema, description = describe_function(function)
     except ToolDefinitionError as exc:
-        diagnostics.append(_diag("FP216", str(exc), file, line, owner, _SIGNATURE_HINT))
+        diagnostics.append(diagnostic("FP216", str(exc), file, line, owner, _SIGNATURE_HINT))
         return None
     metadata = {"type": "python", **meta.metadata()}
     if meta.scope != "shared":
@@ -738,9 +636,6 @@ def _module_tool(
     )
 
 
-_NAME_HINT = "use letters, digits, '_' or '-' (at most 64), starting with a letter or '_'"
-
-
 def discover_tools(task_dir: str | Path, *, owner: str) -> tuple[list[ToolSpec], Diagnostics]:
     """A task's own tools: tools.md plus tools/*.py; a tools/ tool wins a name clash."""
     folder = Path(task_dir)
@@ -756,7 +651,7 @@ def discover_tools(task_dir: str | Path, *, owner: str) -> tuple[list[ToolSpec],
     for spec in md_tools:
         if spec.name in overriding:
             diagnostics.append(
-                _diag(
+                diagnostic(
                     "FP224",
                     f"tool {spec.name!r} is defined in tools.md and in "
                     f"tools/{Path(overriding[spec.name].source_file).name}; the tools/ one is used",

@@ -32,9 +32,9 @@ from collections.abc import Callable, Mapping, MutableMapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import Diagnostic, HookError, Severity
+from ..errors import Diagnostic, HookError
 from .context import ToolContext
-from .discovery import did_you_mean
+from .discovery import diagnostic, did_you_mean
 from .redact import redact_secrets
 from .shell import run_script, sandbox_env
 
@@ -87,7 +87,7 @@ def check_hooks(task_dir: str | Path, *, owner: str) -> list[Diagnostic]:
     for stage in STAGES:
         if all((folder / f"{stage}{suffix}").is_file() for suffix in SUFFIXES):
             diagnostics.append(
-                _hook_diag(
+                diagnostic(
                     "FP226",
                     f"hooks/{stage}.py and hooks/{stage}.sh both exist; only the .py one runs",
                     folder / f"{stage}.sh",
@@ -104,7 +104,7 @@ def check_hooks(task_dir: str | Path, *, owner: str) -> list[Diagnostic]:
         if entry.name.startswith((".", "_")) or not entry.is_file():
             continue
         diagnostics.append(
-            _hook_diag(
+            diagnostic(
                 "FP227",
                 f"hooks/{entry.name} is not a hook and is never run",
                 entry,
@@ -121,9 +121,9 @@ def _check_python_hook(path: Path, owner: str) -> list[Diagnostic]:
     try:
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     except SyntaxError as exc:
-        return [_hook_diag("FP225", f"syntax error: {exc.msg}", path, exc.lineno, owner)]
+        return [diagnostic("FP225", f"syntax error: {exc.msg}", path, exc.lineno, owner)]
     except (OSError, UnicodeDecodeError) as exc:
-        return [_hook_diag("FP225", f"cannot read the hook: {exc}", path, None, owner)]
+        return [diagnostic("FP225", f"cannot read the hook: {exc}", path, None, owner)]
     functions = {
         node.name for node in tree.body if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
     }
@@ -131,7 +131,7 @@ def _check_python_hook(path: Path, owner: str) -> list[Diagnostic]:
     if "run" in functions or has_class or _assigns_run(tree):
         return []
     return [
-        _hook_diag(
+        diagnostic(
             "FP228",
             f"hooks/{path.name} defines neither run(ctx, task) nor a Hook subclass",
             path,
@@ -154,27 +154,6 @@ def _assigns_run(tree: ast.Module) -> bool:
         ):
             return True
     return False
-
-
-def _hook_diag(
-    code: str,
-    message: str,
-    file: Path,
-    line: int | None,
-    owner: str,
-    hint: str | None = None,
-    *,
-    warning: bool = False,
-) -> Diagnostic:
-    return Diagnostic(
-        code=code,
-        message=message,
-        file=str(file),
-        line=line,
-        task=owner,
-        hint=hint,
-        severity=Severity.WARNING if warning else Severity.ERROR,
-    )
 
 
 class HookContext(ToolContext):

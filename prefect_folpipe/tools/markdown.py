@@ -27,6 +27,8 @@ from typing import Any
 
 import yaml
 
+from .schema import object_schema
+
 _H2 = re.compile(r"^##(?!#)\s*(?P<name>.*?)\s*#*\s*$")
 _FENCE = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,})\s*(?P<info>[^`]*)$")
 _META = re.compile(r"^>\s?(?P<body>.*)$")
@@ -303,12 +305,4 @@ def _scalar(text: str) -> Any:
 def params_schema(entries: list[ParamEntry]) -> dict[str, Any]:
     """JSON schema (type object) of a parameter list."""
     properties = {entry.name: entry.schema for entry in entries}
-    required = [entry.name for entry in entries if entry.required]
-    schema: dict[str, Any] = {
-        "type": "object",
-        "properties": properties,
-        "additionalProperties": False,
-    }
-    if required:
-        schema["required"] = required
-    return schema
+    return object_schema(properties, [entry.name for entry in entries if entry.required])

@@ -233,3 +233,15 @@ def _strip_titles(node: Any) -> Any:
 def empty_schema(*, additional: bool = False) -> dict[str, Any]:
     """The schema of a tool without parameters."""
     return {"type": "object", "properties": {}, "additionalProperties": additional}
+
+
+def object_schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    """A closed object schema (no other properties); ``required`` only when not empty."""
+    schema: dict[str, Any] = {
+        "type": "object",
+        "properties": properties,
+        "additionalProperties": False,
+    }
+    if required:
+        schema["required"] = required
+    return schema
