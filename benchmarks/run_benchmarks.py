@@ -44,6 +44,9 @@ def _settle() -> None:
 def _run_folpipe(path: Path, **options: Any) -> tuple[float, Any]:
     from prefect_folpipe.compile import RunOptions, run_workflow
 
+    # Task-run tags off: the hand-written flows carry none, and each tagged task run costs a
+    # concurrency-lease request (measured separately, see the README).
+    options.setdefault("task_tags", False)
     return _timed(lambda: run_workflow(path, options=RunOptions(**options)))
 
 

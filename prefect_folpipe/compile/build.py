@@ -144,8 +144,9 @@ class WorkflowRun:
         return list(dict.fromkeys(tags))
 
     def task_run_tags(self, task: Task, *extra: str) -> list[str]:
-        """Tags of a task run: all of ``tags_for`` when enabled or when the task declares its
-        own tags; none otherwise (every tagged task run costs a concurrency-lease request)."""
+        """Tags of a task run: all of ``tags_for`` (the default) or, with task tags turned
+        off, only for tasks declaring their own tags (each tagged task run costs one
+        concurrency-lease request to the API)."""
         if self.options.task_tags_enabled() or task.settings.tags or task.config.tags:
             return [*self.tags_for(task), *extra]
         return []

@@ -58,7 +58,7 @@ class RunOptions:
     def task_tags_enabled(self) -> bool:
         if self.task_tags is not None:
             return self.task_tags
-        return os.environ.get(TASK_TAGS_ENV, "0").strip().lower() in ("1", "true", "yes")
+        return os.environ.get(TASK_TAGS_ENV, "1").strip().lower() not in ("0", "false", "no")
 
     def artifact_level(self) -> ArtifactLevel:
         if self.artifacts is not None:

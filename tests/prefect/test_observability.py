@@ -82,18 +82,19 @@ def test_task_run_names_follow_paths_and_loop_iterations(make_workflow, run):
     assert {"research", "refine", "refine/review[1]", "refine/review[2]"} <= names
 
 
-def test_tags_on_flow_run_and_on_tasks_that_declare_tags(make_workflow, run):
-    result = run(make_workflow(_files()))
+def test_with_task_tags_off_only_declaring_tasks_are_tagged(make_workflow, run):
+    result = run(make_workflow(_files()), options=RunOptions(task_tags=False))
     flow_run = asyncio.run(_flow_run(result.flow_run_id))
     assert {"folpipe", "workflow:observed", "provider:scripted"} <= set(flow_run.tags)
     runs = {r.name: r for r in asyncio.run(_task_runs(result.flow_run_id, 4))}
     assert {"folpipe", "workflow:observed", "provider:scripted", "llm"} <= set(
         runs["research"].tags
     )
+    assert runs["refine/review[1]"].tags == []
 
 
-def test_every_task_run_tagged_when_enabled(make_workflow, run):
-    result = run(make_workflow(_files()), options=RunOptions(task_tags=True))
+def test_every_task_run_is_tagged_by_default(make_workflow, run):
+    result = run(make_workflow(_files()))
     runs = asyncio.run(_task_runs(result.flow_run_id, 4))
     for task_run in runs:
         assert {"folpipe", "workflow:observed"} <= set(task_run.tags), task_run.name
