@@ -11,18 +11,21 @@ import email.utils
 import importlib
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from types import ModuleType
 from typing import Any, ClassVar, Self
 
 from ..errors import ConfigError, ProviderError, ProviderErrorKind
 from ..spec.config import ProviderConfig
-from .base import ModelRequest
+from .base import ModelRequest, ToolDefinition
 
 SecretResolver = Callable[[str], str]
 
 DEFAULT_MAX_TOKENS = 4096
+INVALID_ARGUMENTS_KEY = "__invalid_json__"
+"""Tool-call arguments that are not a JSON object arrive as ``{INVALID_ARGUMENTS_KEY: raw}``;
+the tool runtime's schema check reports that back to the model."""
 
 
 def import_sdk(module: str, extra: str) -> ModuleType:
@@ -207,6 +210,21 @@ def truncated_error(provider: str, where: str) -> ProviderError:
         provider=provider,
         code="FP325",
     )
+
+
+def function_tools(tools: Iterable[ToolDefinition]) -> list[dict[str, Any]]:
+    """Tool definitions in the ``{"type": "function", ...}`` shape (OpenAI, Ollama)."""
+    return [
+        {
+            "type": "function",
+            "function": {
+                "name": t.name,
+                "description": t.description,
+                "parameters": dict(t.parameters),
+            },
+        }
+        for t in tools
+    ]
 
 
 def _short(text: str, limit: int = 500) -> str:

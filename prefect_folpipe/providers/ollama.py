@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextvars
 import json
-from pathlib import Path
 from typing import Any, ClassVar
 
 import httpx
@@ -20,9 +19,10 @@ from ..errors import ConfigError
 from ..spec.config import ProviderConfig
 from ..spec.tree import Task
 from ._sdk import (
+    INVALID_ARGUMENTS_KEY,
     SdkProvider,
-    SecretResolver,
     connection_error,
+    function_tools,
     import_sdk,
     model_name,
     option,
@@ -60,14 +60,8 @@ class OllamaProvider(SdkProvider):
     supports_tools: bool = True
     """Becomes ``False`` once ``check_capabilities`` learns the model cannot call tools."""
 
-    def __init__(
-        self,
-        config: ProviderConfig,
-        *,
-        secret_resolver: SecretResolver | None = None,
-        workflow_root: Path | None = None,
-    ) -> None:
-        super().__init__(config, secret_resolver=secret_resolver, workflow_root=workflow_root)
+    def __init__(self, config: ProviderConfig, **options: Any) -> None:
+        super().__init__(config, **options)
         self._tool_support: dict[str, bool] = {}
 
     def _new_client(self) -> Any:
@@ -150,17 +144,7 @@ def build_request(request: ModelRequest, config: ProviderConfig) -> dict[str, An
         "stream": False,
     }
     if request.tools:
-        kwargs["tools"] = [
-            {
-                "type": "function",
-                "function": {
-                    "name": t.name,
-                    "description": t.description,
-                    "parameters": dict(t.parameters),
-                },
-            }
-            for t in request.tools
-        ]
+        kwargs["tools"] = function_tools(request.tools)
     options: dict[str, Any] = {}
     temperature = option(config, request.temperature, "temperature")
     if temperature is not None:
@@ -247,5 +231,5 @@ def _arguments(raw: Any) -> dict[str, Any]:
         try:
             raw = json.loads(raw)
         except json.JSONDecodeError:
-            return {"__invalid_json__": raw}
+            return {INVALID_ARGUMENTS_KEY: raw}
     return dict(raw or {})

@@ -14,7 +14,9 @@ from typing import Any, ClassVar
 from ..spec.config import ProviderConfig
 from ..spec.tree import Task
 from ._sdk import (
+    INVALID_ARGUMENTS_KEY,
     SdkProvider,
+    function_tools,
     import_sdk,
     model_name,
     option,
@@ -36,7 +38,6 @@ from .base import (
 
 NO_KEY_PLACEHOLDER = "not-needed"
 """Sent to OpenAI-compatible servers that take no key (the SDK insists on one)."""
-INVALID_ARGUMENTS_KEY = "__invalid_json__"
 
 
 class OpenAIProvider(SdkProvider):
@@ -68,17 +69,7 @@ def build_request(request: ModelRequest, config: ProviderConfig) -> dict[str, An
         "messages": to_messages(request.system, request.messages),
     }
     if request.tools:
-        kwargs["tools"] = [
-            {
-                "type": "function",
-                "function": {
-                    "name": t.name,
-                    "description": t.description,
-                    "parameters": dict(t.parameters),
-                },
-            }
-            for t in request.tools
-        ]
+        kwargs["tools"] = function_tools(request.tools)
     temperature = option(config, request.temperature, "temperature")
     if temperature is not None:
         kwargs["temperature"] = temperature
