@@ -18,7 +18,15 @@ from typing import Any, ClassVar, Self
 
 from ..errors import ConfigError, ProviderError, ProviderErrorKind
 from ..spec.config import ProviderConfig
-from .base import ModelRequest, ToolDefinition
+from .base import (
+    AssistantMessage,
+    Message,
+    ModelRequest,
+    ToolDefinition,
+    ToolResult,
+    ToolResultsMessage,
+    UserMessage,
+)
 
 SecretResolver = Callable[[str], str]
 
@@ -225,6 +233,34 @@ def function_tools(tools: Iterable[ToolDefinition]) -> list[dict[str, Any]]:
         }
         for t in tools
     ]
+
+
+def chat_messages(
+    system: str,
+    messages: tuple[Message, ...],
+    assistant: Callable[[AssistantMessage], dict[str, Any]],
+    answers: Callable[[ToolResult], dict[str, str]],
+) -> list[dict[str, Any]]:
+    """The system prompt and the neutral messages as chat messages (OpenAI, Ollama).
+
+    ``assistant`` writes an assistant turn; ``answers`` names the call a tool result answers.
+    """
+    out: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
+    for message in messages:
+        if isinstance(message, UserMessage):
+            out.append({"role": "user", "content": message.content})
+        elif isinstance(message, ToolResultsMessage):
+            out.extend(
+                {
+                    "role": "tool",
+                    **answers(r),
+                    "content": f"ERROR: {r.content}" if r.is_error else r.content,
+                }
+                for r in message.results
+            )
+        else:
+            out.append(assistant(message))
+    return out
 
 
 def _short(text: str, limit: int = 500) -> str:

@@ -21,6 +21,7 @@ from ..spec.tree import Task
 from ._sdk import (
     INVALID_ARGUMENTS_KEY,
     SdkProvider,
+    chat_messages,
     connection_error,
     function_tools,
     import_sdk,
@@ -31,13 +32,11 @@ from ._sdk import (
 )
 from .base import (
     AssistantMessage,
-    Message,
     ModelRequest,
     ModelResponse,
     ToolCall,
-    ToolResultsMessage,
+    ToolResult,
     Usage,
-    UserMessage,
 )
 
 DEFAULT_HOST = "http://localhost:11434"
@@ -140,7 +139,7 @@ def build_request(request: ModelRequest, config: ProviderConfig) -> dict[str, An
     """Keyword arguments of ``AsyncClient.chat`` for one request."""
     kwargs: dict[str, Any] = {
         "model": model_name(config, request.model, "ollama"),
-        "messages": to_messages(request.system, request.messages),
+        "messages": chat_messages(request.system, request.messages, _assistant, _answers),
         "stream": False,
     }
     if request.tools:
@@ -159,24 +158,8 @@ def build_request(request: ModelRequest, config: ProviderConfig) -> dict[str, An
     return kwargs
 
 
-def to_messages(system: str, messages: tuple[Message, ...]) -> list[dict[str, Any]]:
-    """The system prompt and the neutral messages as Ollama chat messages."""
-    out: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
-    for message in messages:
-        if isinstance(message, UserMessage):
-            out.append({"role": "user", "content": message.content})
-        elif isinstance(message, ToolResultsMessage):
-            out.extend(
-                {
-                    "role": "tool",
-                    "tool_name": r.name,
-                    "content": f"ERROR: {r.content}" if r.is_error else r.content,
-                }
-                for r in message.results
-            )
-        else:
-            out.append(_assistant(message))
-    return out
+def _answers(result: ToolResult) -> dict[str, str]:
+    return {"tool_name": result.name}
 
 
 def _assistant(message: AssistantMessage) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from ..spec.tree import Task
 from ._sdk import (
     INVALID_ARGUMENTS_KEY,
     SdkProvider,
+    chat_messages,
     function_tools,
     import_sdk,
     model_name,
@@ -27,13 +28,11 @@ from ._sdk import (
 )
 from .base import (
     AssistantMessage,
-    Message,
     ModelRequest,
     ModelResponse,
     ToolCall,
-    ToolResultsMessage,
+    ToolResult,
     Usage,
-    UserMessage,
 )
 
 NO_KEY_PLACEHOLDER = "not-needed"
@@ -66,7 +65,7 @@ def build_request(request: ModelRequest, config: ProviderConfig) -> dict[str, An
     """Keyword arguments of ``chat.completions.create`` for one request."""
     kwargs: dict[str, Any] = {
         "model": model_name(config, request.model, "openai"),
-        "messages": to_messages(request.system, request.messages),
+        "messages": chat_messages(request.system, request.messages, _assistant, _answers),
     }
     if request.tools:
         kwargs["tools"] = function_tools(request.tools)
@@ -86,24 +85,8 @@ def build_request(request: ModelRequest, config: ProviderConfig) -> dict[str, An
     return kwargs
 
 
-def to_messages(system: str, messages: tuple[Message, ...]) -> list[dict[str, Any]]:
-    """The system prompt and the neutral messages as chat-completion messages."""
-    out: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
-    for message in messages:
-        if isinstance(message, UserMessage):
-            out.append({"role": "user", "content": message.content})
-        elif isinstance(message, ToolResultsMessage):
-            out.extend(
-                {
-                    "role": "tool",
-                    "tool_call_id": r.call_id,
-                    "content": f"ERROR: {r.content}" if r.is_error else r.content,
-                }
-                for r in message.results
-            )
-        else:
-            out.append(_assistant(message))
-    return out
+def _answers(result: ToolResult) -> dict[str, str]:
+    return {"tool_call_id": result.call_id}
 
 
 def _assistant(message: AssistantMessage) -> dict[str, Any]:
