@@ -44,11 +44,11 @@ from typing import Any
 
 import httpx
 
-from ..errors import SandboxViolation, ToolError
+from ..errors import SandboxViolation
 from ..spec.tree import ToolSpec
 from ._meta import ENV_REFERENCE, allow_list, meta_names
 from .context import ToolContext
-from .runtime import register_runner
+from .runtime import CodedToolError, register_runner
 
 DEFAULT_MAX_BYTES = 1_000_000
 DEFAULT_TIMEOUT = 30.0
@@ -59,13 +59,8 @@ CLIENT_KEY = "http_tool_client"
 RETRYABLE_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
 
 
-class HttpToolError(ToolError):
+class HttpToolError(CodedToolError):
     """An http tool call failed; ``retryable`` for time-outs, 429 and 5xx answers."""
-
-    def __init__(self, message: str, *, code: str, retryable: bool = False) -> None:
-        super().__init__(message)
-        self.code = code  # type: ignore[misc]
-        self.retryable = retryable
 
 
 class PrivateAddressRefused(SandboxViolation):

@@ -31,12 +31,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..errors import ToolError
 from ..spec.config import McpServer
 from ..spec.tree import ToolSpec
 from ._meta import ENV_REFERENCE
 from .context import ToolContext
-from .runtime import register_runner
+from .runtime import CodedToolError, register_runner
 
 _LISTINGS: dict[tuple[str, str, str], dict[str, Any]] = {}
 """Tool lists seen per (workflow root, server name, server settings): later task runs get the
@@ -48,13 +47,8 @@ DEFAULT_STARTUP_TIMEOUT = 60.0
 STDERR_TAIL = 2000
 
 
-class McpToolError(ToolError):
+class McpToolError(CodedToolError):
     """An MCP server could not be used, or one of its tools reported an error."""
-
-    def __init__(self, message: str, *, code: str, retryable: bool = False) -> None:
-        super().__init__(message)
-        self.code = code  # type: ignore[misc]
-        self.retryable = retryable
 
 
 def _sdk() -> Any:

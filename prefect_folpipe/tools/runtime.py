@@ -61,6 +61,15 @@ def register_runner(kind: str, runner: Runner) -> None:
     RUNNERS[kind] = runner
 
 
+class CodedToolError(ToolError):
+    """A runner's failure with its own error code, retried only when ``retryable``."""
+
+    def __init__(self, message: str, *, code: str, retryable: bool = False) -> None:
+        super().__init__(message)
+        self.code = code  # type: ignore[misc]
+        self.retryable = retryable
+
+
 async def run_shell_tool(spec: ToolSpec, arguments: Mapping[str, Any], ctx: ToolContext) -> str:
     """Run a shell tool in the sandbox; a non-zero exit raises ShellToolFailed with output."""
     env = sandbox_env(arguments)
