@@ -337,6 +337,9 @@ class WorkflowRun:
             label=scope.label(task.path),
         )
         self.tracker.attempt(task.path, 1)
+        if state.is_completed() and state.name != "Cached":
+            pid = (await state.aresult()).get("worker_pid")
+            _run_logger().info("%s ran in Dask worker process %s", task.path, pid)
         return await self._settle_pass(task, state, charge=True)
 
     async def _settle_pass(self, task: Task, state: Any, *, charge: bool = False) -> _Pass:

@@ -1,7 +1,8 @@
 """Run a workflow folder through the Dask fan-out flow and print what happened as JSON.
 
 Executed as a subprocess by test_dask.py so the Dask cluster lives and dies with it.
-Usage: python dask_probe.py WORKFLOW_DIR [sync|async]
+Usage: python dask_probe.py WORKFLOW_DIR [sync|async|run]   (run: the product path,
+``run_workflow`` with the folder's ``settings.task_runner: dask``)
 """
 
 from __future__ import annotations
@@ -58,9 +59,31 @@ def async_flow(path: str) -> object:
     )
 
 
+def product_run(path: str) -> None:
+    """``run_workflow`` as ``folpipe run`` does it: the task runner comes from the folder."""
+    from prefect_folpipe import run_workflow
+
+    result = run_workflow(path)
+    print(
+        json.dumps(
+            {
+                "state": result.status,
+                "flow_run_id": str(result.flow_run_id),
+                "worker_pids": worker_pids(result.flow_run_id),
+                "probe_pid": os.getpid(),
+                "context": {k: v for k, v in result.context.items() if not k.startswith("_")},
+                "statuses": {t["path"]: t["status"] for t in result.to_dict()["tasks"]},
+            }
+        )
+    )
+
+
 def main(path: str, mode: str) -> None:
     from prefect_folpipe.deploy.dask import fan_out_flow
 
+    if mode == "run":
+        product_run(path)
+        return
     flow = async_flow(path) if mode == "async" else fan_out_flow(path)
     started = time.monotonic()
     state = flow(return_state=True)

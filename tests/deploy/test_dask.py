@@ -56,6 +56,30 @@ def test_parallel_leaves_run_on_dask_workers(prefect_server: PrefectServer, tmp_
     assert task_run_states(prefect_server, rerun, 4) == {f"shard_{s}": "Cached" for s in "abcd"}
 
 
+@pytest.mark.server
+@pytest.mark.timeout(400)
+def test_run_workflow_sends_leaves_to_dask_when_the_folder_says_so(
+    prefect_server: PrefectServer, tmp_path: Path
+) -> None:
+    workflow = tmp_path / "fanout"
+    shutil.copytree(FIXTURE, workflow)
+
+    def probe() -> dict[str, object]:
+        args = [sys.executable, str(PROBE), str(workflow), "run"]
+        done = ok(prefect_server.run(args, timeout=240))
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    first = probe()
+    assert first["state"] == "completed"
+    assert first["context"]["shard_a"] == "shard summarised"
+    pids = first["worker_pids"]
+    assert sorted(pids) == ["shard_a", "shard_b", "shard_c", "shard_d"]
+    assert first["probe_pid"] not in pids.values()  # leaves ran in Dask worker processes
+
+    second = probe()  # and their checkpoints are found on the next run
+    assert {second["statuses"][f"shard_{s}"] for s in "abcd"} == {"cached"}
+
+
 def test_dask_without_a_server_is_fp640() -> None:
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
