@@ -67,6 +67,16 @@ def parse_context(value: str | None) -> dict[str, Any]:
     return data
 
 
+def install_missing_dependencies(workflow: Workflow) -> None:
+    """Spec §2.8.1: what the tasks declare in ``dependencies:`` is installed before the run
+    (only what this interpreter lacks; progress goes to stderr, never into ``--json``)."""
+    from ..deploy.dependencies import ensure_installed
+
+    installed = ensure_installed(workflow)
+    if installed:
+        click.echo(f"installed missing dependencies: {', '.join(installed)}", err=True)
+
+
 def load(path: Path) -> Workflow:
     from ..loader import load_workflow
 
@@ -191,6 +201,11 @@ def run_options(
     type=click.Path(dir_okay=False, path_type=Path),
     help="Record every model call to this cassette (replay it with the replay provider).",
 )
+@click.option(
+    "--install-deps/--no-install-deps",
+    default=True,
+    help="Install the tasks' missing `dependencies:` before the run (default: on).",
+)
 def command(
     path: Path,
     context_arg: str | None,
@@ -199,10 +214,13 @@ def command(
     fresh: bool,
     as_json: bool,
     record: Path | None,
+    install_deps: bool,
 ) -> None:
     """Run the workflow folder PATH as a Prefect flow."""
     with handle_errors(json_output=as_json, root=path):
         context = parse_context(context_arg)
         workflow = load(path)
+        if install_deps:
+            install_missing_dependencies(workflow)
     options = run_options(provider, replies, fresh, record)
     raise click.exceptions.Exit(execute(workflow, context, options, as_json))

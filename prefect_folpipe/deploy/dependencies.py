@@ -90,3 +90,35 @@ def install(packages: Sequence[str], *, python: str | None = None) -> list[str]:
             hint="check the `dependencies:` entries of your task.yaml files",
         )
     return command
+
+
+def missing(requirements: Iterable[str]) -> list[str]:
+    """The requirements not satisfied by what this interpreter has installed."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    absent: list[str] = []
+    for text in requirements:
+        try:
+            requirement = Requirement(text)
+        except InvalidRequirement:
+            absent.append(text)  # let the installer report it
+            continue
+        if requirement.marker is not None and not requirement.marker.evaluate():
+            continue
+        try:
+            installed = version(requirement.name)
+        except PackageNotFoundError:
+            absent.append(text)
+            continue
+        if not requirement.specifier.contains(installed, prereleases=True):
+            absent.append(text)
+    return absent
+
+
+def ensure_installed(workflow: Workflow) -> list[str]:
+    """Install the workflow's declared dependencies that are missing; returns those installed."""
+    needed = missing(collect_dependencies(workflow))
+    install(needed)
+    return needed
