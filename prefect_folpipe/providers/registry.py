@@ -17,7 +17,7 @@ import importlib
 import inspect
 import os
 import threading
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from importlib.metadata import entry_points
@@ -372,9 +372,3 @@ class ProviderPool:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
-
-
-@contextlib.asynccontextmanager
-async def no_guard() -> AsyncIterator[None]:
-    """A call guard that does nothing (default when no limits apply)."""
-    yield
