@@ -101,23 +101,28 @@ def summary_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
-class ArtifactQueue:
-    """Task artifacts created by one background worker, one request at a time.
+WORKERS = 4
+"""Concurrent artifact requests: (1) of benchmarks/ went from 2.6 s with one to 2.2 s."""
 
-    Tasks only enqueue (no API call on their path); the worker overlaps the requests with the
+
+class ArtifactQueue:
+    """Task artifacts created in the background by a few concurrent workers.
+
+    Tasks only enqueue (no API call on their path); the workers overlap the requests with the
     rest of the run (other tasks' model calls) and ``drain()`` waits for the tail at the end.
-    One request at a time keeps the API's SQLite writes from contending with task-run records.
+    A small, fixed number of workers bounds how much the API's SQLite writes contend with the
+    task-run records.
     """
 
     def __init__(self) -> None:
         self._queue: asyncio.Queue[tuple[str, str, str, Any] | None] = asyncio.Queue()
-        self._worker: asyncio.Task[None] | None = None
+        self._worker: asyncio.Future[Any] | None = None
         self._flow_run_id: Any = None
 
     def put(self, item: tuple[str, str, str, Any]) -> None:
         if self._worker is None:
             self._flow_run_id = _flow_run_id()
-            self._worker = asyncio.ensure_future(self._work())
+            self._worker = asyncio.gather(*(self._work() for _ in range(WORKERS)))
         self._queue.put_nowait(item)
 
     async def _work(self) -> None:
@@ -144,7 +149,8 @@ class ArtifactQueue:
         """Wait until every queued artifact is created (call once, at the end of the run)."""
         if self._worker is None:
             return
-        self._queue.put_nowait(None)
+        for _ in range(WORKERS):
+            self._queue.put_nowait(None)
         await self._worker
         self._worker = None
 
