@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -42,8 +43,18 @@ def _clip(text: str) -> str:
 
 
 def _fenced(value: Any, lang: str = "") -> str:
+    """A code block whose fence is longer than any backtick run inside: model text cannot
+    close it early and inject raw markdown / HTML into the artifact."""
     text = value if isinstance(value, str) else json.dumps(value, indent=2, default=repr)
-    return f"```{lang}\n{_clip(_redact(text))}\n```"
+    body = _clip(_redact(text))
+    fence = "`" * max(3, 1 + max((len(run) for run in re.findall(r"`+", body)), default=0))
+    return f"{fence}{lang}\n{body}\n{fence}"
+
+
+def _inline_code(value: Any) -> str:
+    """``value`` as one line of inline code (a model-chosen tool name may hold anything)."""
+    text = " ".join(str(value).split())[:200].replace("`", "'")
+    return f"`{text}`"
 
 
 def task_artifact_key(workflow_name: str, task: Task, phase: str) -> str:
@@ -72,7 +83,7 @@ def render_task(task: Task, label: str, payload: Mapping[str, Any]) -> str:
         for number, call in enumerate(tool_log, 1):
             flag = " (error)" if call.get("is_error") else ""
             lines += [
-                f"### {number}. `{call.get('name')}`{flag}",
+                f"### {number}. {_inline_code(call.get('name'))}{flag}",
                 _fenced(call.get("arguments") or {}, "json"),
                 _fenced(call.get("result", ""), ""),
             ]

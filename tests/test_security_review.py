@@ -1,0 +1,60 @@
+"""Security review regressions: untrusted model output must not escape where it is shown."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from prefect_folpipe.compile.artifacts import render_task
+from prefect_folpipe.spec.config import TaskConfig
+from prefect_folpipe.spec.tree import EffectiveSettings, Task
+
+INJECTION = "ok\n```\n<script>alert(1)</script>\n# Owned\n```json\n{}"
+
+
+def _task(folder: Path) -> Task:
+    return Task(
+        name="t",
+        path="t",
+        folder=folder,
+        config=TaskConfig.model_validate({}),
+        settings=EffectiveSettings(),
+        instructions="Do it.",
+        system_prompt="Do it.",
+    )
+
+
+def _outside_fences(markdown: str) -> list[str]:
+    """Lines of ``markdown`` that a CommonMark renderer shows outside fenced code blocks."""
+    outside, fence = [], None
+    for line in markdown.splitlines():
+        match = re.match(r"^(`{3,})", line)
+        if fence is None and match:
+            fence = match.group(1)
+        elif fence is not None and line.strip() == fence:
+            fence = None
+        elif fence is None:
+            outside.append(line)
+    return outside
+
+
+def test_model_text_cannot_close_the_artifact_fence(tmp_path: Path) -> None:
+    payload = {
+        "text": INJECTION,
+        "delta": {"summary": INJECTION},
+        "tool_log": [{"name": "x", "arguments": {"q": INJECTION}, "result": INJECTION}],
+    }
+    markdown = render_task(_task(tmp_path), "t", payload)
+    outside = "\n".join(_outside_fences(markdown))
+    assert "<script>" not in outside
+    assert "# Owned" not in outside
+    assert markdown.count("<script>") == 4  # still shown, inside code blocks
+
+
+def test_model_chosen_tool_name_stays_one_inline_code_heading(tmp_path: Path) -> None:
+    payload = {"tool_log": [{"name": "a`\n<img src=x onerror=alert(1)>\n# b", "result": "r"}]}
+    markdown = render_task(_task(tmp_path), "t", payload)
+    heading = next(line for line in markdown.splitlines() if line.startswith("### 1."))
+    assert heading.count("`") == 2
+    assert "<img" in heading
+    assert all(not line.startswith("<img") for line in _outside_fences(markdown))
