@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
+import pytest
+
+from prefect_folpipe.agent.loop import AgentPass, converse
 from prefect_folpipe.compile.artifacts import render_task
+from prefect_folpipe.errors import ProviderError
+from prefect_folpipe.providers.base import ModelRequest, ModelResponse
 from prefect_folpipe.spec.config import TaskConfig
 from prefect_folpipe.spec.tree import EffectiveSettings, Task
 
@@ -58,3 +64,24 @@ def test_model_chosen_tool_name_stays_one_inline_code_heading(tmp_path: Path) ->
     assert heading.count("`") == 2
     assert "<img" in heading
     assert all(not line.startswith("<img") for line in _outside_fences(markdown))
+
+
+class _EchoingProvider:
+    """A custom adapter whose error echoes the request's key (as some proxies do)."""
+
+    name = "echo"
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        raise ProviderError(f"401: bad x-api-key {os.environ['ANTHROPIC_API_KEY']}", kind="auth")
+
+
+async def test_provider_error_messages_are_masked(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-secret123456789")
+    task = _task(tmp_path)
+    agent = AgentPass(task=task, provider=_EchoingProvider(), system="S", user_message="{}")
+    with pytest.raises(ProviderError) as caught:
+        await converse(agent)
+    assert "sk-ant-secret123456789" not in str(caught.value)
+    assert "sk-ant-secret123456789" not in repr(caught.value)
+    assert "[REDACTED]" in str(caught.value)
+    assert caught.value.kind == "auth"

@@ -110,10 +110,20 @@ async def converse(agent: AgentPass) -> Conversation:
         await _run(agent, convo)
     except (MaxTurnsExceeded, OutputValidationError, ProviderError) as exc:
         exc.stats = convo.stats()  # type: ignore[attr-defined]
-        if isinstance(exc, ProviderError) and exc.provider is None:
-            exc.provider = str(getattr(agent.provider, "name", None) or "provider")
+        if isinstance(exc, ProviderError):
+            _mask_secrets(exc)
+            if exc.provider is None:
+                exc.provider = str(getattr(agent.provider, "name", None) or "provider")
         raise
     return convo
+
+
+def _mask_secrets(exc: ProviderError) -> None:
+    """A provider's message may echo a request header or key (a custom adapter, a proxy):
+    mask secret-looking environment values before Prefect logs or stores the error."""
+    from ..tools.redact import redact_secrets
+
+    exc.args = tuple(redact_secrets(a) if isinstance(a, str) else a for a in exc.args)
 
 
 async def _run(agent: AgentPass, convo: Conversation) -> None:
