@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import os
 import re
+import traceback
 from pathlib import Path
 
 import pytest
 
 from prefect_folpipe.agent.loop import AgentPass, converse
 from prefect_folpipe.compile.artifacts import render_task
-from prefect_folpipe.errors import ProviderError
+from prefect_folpipe.errors import HookError, ProviderError
 from prefect_folpipe.providers.base import ModelRequest, ModelResponse
 from prefect_folpipe.spec.config import TaskConfig
 from prefect_folpipe.spec.tree import EffectiveSettings, Task
+from prefect_folpipe.tools.hooks import run_hook
 
 INJECTION = "ok\n```\n<script>alert(1)</script>\n# Owned\n```json\n{}"
 
@@ -85,3 +87,26 @@ async def test_provider_error_messages_are_masked(tmp_path: Path, monkeypatch) -
     assert "sk-ant-secret123456789" not in repr(caught.value)
     assert "[REDACTED]" in str(caught.value)
     assert caught.value.kind == "auth"
+
+
+@pytest.mark.parametrize(
+    ("name", "body"),
+    [
+        ("pre_run.py", "import os\ndef run(ctx, task):\n    raise ValueError(os.environ['K'])\n"),
+        ("pre_run.sh", "cat secret.txt; exit 3\n"),
+    ],
+)
+async def test_hook_failures_do_not_carry_secret_values(
+    tmp_path: Path, monkeypatch, name: str, body: str
+) -> None:
+    monkeypatch.setenv("MY_SERVICE_TOKEN", "tok-abcdef-987654")
+    monkeypatch.setenv("K", "tok-abcdef-987654")
+    (tmp_path / "secret.txt").write_text("tok-abcdef-987654")
+    hook = tmp_path / "hooks" / name
+    hook.parent.mkdir()
+    hook.write_text(body)
+    with pytest.raises(HookError) as caught:
+        await run_hook("pre_run", hook, context={}, task=_task(tmp_path))
+    shown = "".join(traceback.format_exception(caught.value))
+    assert "tok-abcdef-987654" not in shown
+    assert "[REDACTED]" in str(caught.value)

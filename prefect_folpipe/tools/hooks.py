@@ -191,7 +191,8 @@ async def run_hook(
     except HookError:
         raise
     except Exception as exc:
-        raise HookError(f"{stage} hook {path} failed: {type(exc).__name__}: {exc}") from exc
+        message = redact_secrets(f"{stage} hook {path} failed: {type(exc).__name__}: {exc}")
+        raise HookError(message) from None  # the cause's traceback would carry it unmasked
     return context
 
 
@@ -290,7 +291,8 @@ async def _run_shell_hook(
     output = result.output.strip()
     if result.returncode != 0:
         raise HookError(
-            f"{stage} hook {path} exited with status {result.returncode}: {output[-2000:]}"
+            f"{stage} hook {path} exited with status {result.returncode}: "
+            + redact_secrets(output[-2000:])
         )
     update = _json_object(output)
     if update is not None:
