@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import traceback
@@ -12,10 +13,11 @@ import pytest
 from prefect_folpipe.agent.loop import AgentPass, converse
 from prefect_folpipe.compile.artifacts import render_task
 from prefect_folpipe.errors import HookError, ProviderError
-from prefect_folpipe.providers.base import ModelRequest, ModelResponse
+from prefect_folpipe.providers.base import ModelRequest, ModelResponse, ToolCall
 from prefect_folpipe.spec.config import TaskConfig
-from prefect_folpipe.spec.tree import EffectiveSettings, Task
+from prefect_folpipe.spec.tree import EffectiveSettings, Task, Workflow
 from prefect_folpipe.tools.hooks import run_hook
+from prefect_folpipe.tools.runtime import Toolbox
 
 INJECTION = "ok\n```\n<script>alert(1)</script>\n# Owned\n```json\n{}"
 
@@ -110,3 +112,21 @@ async def test_hook_failures_do_not_carry_secret_values(
     shown = "".join(traceback.format_exception(caught.value))
     assert "tok-abcdef-987654" not in shown
     assert "[REDACTED]" in str(caught.value)
+
+
+async def test_a_model_chosen_tool_name_cannot_forge_log_lines(tmp_path: Path) -> None:
+    messages: list[str] = []
+    logger = logging.getLogger("test_security_review.forge")
+    logger.setLevel(logging.INFO)
+    handler = logging.Handler()
+    handler.emit = lambda record: messages.append(record.getMessage())  # type: ignore[method-assign]
+    logger.addHandler(handler)
+    task = _task(tmp_path)
+    box = Toolbox(task, Workflow(root=task, root_dir=tmp_path, name="wf"), {}, logger=logger)
+    name = "x\n12:00:00.000 | INFO    | Flow run 'y' - Finished in state Completed()"
+    result = await box.call(ToolCall(id="1", name=name, arguments={}))
+    logger.removeHandler(handler)
+    assert result.is_error
+    assert messages
+    assert all("\n" not in message for message in messages)
+    assert any("x\\n12:00" in message for message in messages)

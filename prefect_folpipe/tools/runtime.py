@@ -240,8 +240,9 @@ class Toolbox:
             code=outcome.code,
         )
         self.log.append(record)
+        shown = call.name if call.name in self.tools else repr(call.name)  # no forged log lines
         self.logger.info(
-            "tool %s %s in %.3fs", call.name, "failed" if outcome.is_error else "ok", duration
+            "tool %s %s in %.3fs", shown, "failed" if outcome.is_error else "ok", duration
         )
         return ToolResult(call.id, call.name, content, outcome.is_error)
 
