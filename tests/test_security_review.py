@@ -6,6 +6,7 @@ import logging
 import os
 import re
 import traceback
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from prefect_folpipe.errors import HookError, ProviderError
 from prefect_folpipe.providers.base import ModelRequest, ModelResponse, ToolCall
 from prefect_folpipe.spec.config import TaskConfig
 from prefect_folpipe.spec.tree import EffectiveSettings, Task, Workflow
+from prefect_folpipe.tools.discovery import discover_tools
 from prefect_folpipe.tools.hooks import run_hook
 from prefect_folpipe.tools.runtime import Toolbox
 
@@ -130,3 +132,37 @@ async def test_a_model_chosen_tool_name_cannot_forge_log_lines(tmp_path: Path) -
     assert messages
     assert all("\n" not in message for message in messages)
     assert any("x\\n12:00" in message for message in messages)
+
+
+SHELL_TOOLS_MD = """
+## probe
+> type: shell
+> params: text (str)
+
+Echo an argument and the environment.
+
+```bash
+printf '%s\\n' "$TEXT"; env; yes 0123456789 | head -c 3000000
+```
+"""
+
+
+async def test_shell_tool_arguments_are_data_env_is_stripped_output_capped(
+    tmp_path: Path, monkeypatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-secret123456789")
+    monkeypatch.setenv("MY_SERVICE_TOKEN", "tok-abcdef-987654")
+    (tmp_path / "tools.md").write_text(SHELL_TOOLS_MD)
+    tools, diagnostics = discover_tools(tmp_path, owner="t")
+    assert not [d for d in diagnostics if d.severity == "error"]
+    task = replace(_task(tmp_path), tools=tuple(tools))
+    box = Toolbox(task, Workflow(root=task, root_dir=tmp_path, name="wf"), {})
+    marker = tmp_path / "pwned"
+    text = f"$(touch {marker}); `touch {marker}`; touch {marker}\ntouch {marker}"
+    result = await box.call(ToolCall(id="1", name="probe", arguments={"text": text}))
+    assert not result.is_error
+    assert not marker.exists()
+    assert result.content.startswith(text)
+    assert "ANTHROPIC_API_KEY" not in result.content
+    assert "tok-abcdef" not in result.content and "HOME=" not in result.content
+    assert len(result.content) < 21_000 and "truncated" in result.content
