@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -228,13 +229,27 @@ def _unsafe_call(node: ast.Call) -> str | None:
 
 
 _MISSING = object()
+_FORMAT_WIDTHS = re.compile(r"%(?:\([^)]*\))?[-#0 +]*(\*|\d+)?(?:\.(\*|\d+))?")
+
+
+def _safe_mod(left: Any, right: Any) -> Any:
+    """``%`` like simpleeval's other operators: a format cannot pad past its string cap."""
+    if isinstance(left, str):
+        for match in _FORMAT_WIDTHS.finditer(left):
+            for size in match.groups():
+                if size == "*" or (size and int(size) > simpleeval.MAX_STRING_LENGTH):
+                    raise simpleeval.IterableTooLong("format width or precision too large")
+    return left % right
 
 
 class _Evaluator(simpleeval.EvalWithCompoundTypes):
     """simpleeval with None-propagating context lookups and whitelisted methods."""
 
     def __init__(self, context: Mapping[str, Any]) -> None:
-        super().__init__(functions=dict(FUNCTIONS), names={**NAMES, "context": context})
+        operators = {**simpleeval.DEFAULT_OPERATORS, ast.Mod: _safe_mod}
+        super().__init__(
+            operators=operators, functions=dict(FUNCTIONS), names={**NAMES, "context": context}
+        )
 
     def run(self, expr: str, tree: ast.Expression) -> Any:
         return self.eval(expr, previously_parsed=tree.body)

@@ -14,6 +14,7 @@ import pytest
 from prefect_folpipe.agent.loop import AgentPass, converse
 from prefect_folpipe.compile.artifacts import render_task
 from prefect_folpipe.errors import HookError, ProviderError
+from prefect_folpipe.expressions import ExpressionError, compile_condition
 from prefect_folpipe.providers.base import ModelRequest, ModelResponse, ToolCall
 from prefect_folpipe.spec.config import TaskConfig
 from prefect_folpipe.spec.tree import EffectiveSettings, Task, Workflow
@@ -166,3 +167,26 @@ async def test_shell_tool_arguments_are_data_env_is_stripped_output_capped(
     assert "ANTHROPIC_API_KEY" not in result.content
     assert "tok-abcdef" not in result.content and "HOME=" not in result.content
     assert len(result.content) < 21_000 and "truncated" in result.content
+
+
+@pytest.mark.parametrize(
+    "expr",
+    [
+        "'%0*d' % (10**9, 0) != ''",
+        "'%01000000000d' % 0 != ''",
+        "'%.1000000000f' % 1.0 != ''",
+        "context.x.__class__",
+        "context.get.__self__",
+        "'{0.__class__}'.format(context)",
+        "10**10**10 > 0",
+        "'a' * 10**9 != ''",
+    ],
+)
+def test_expressions_cannot_escape_or_exhaust(expr: str) -> None:
+    with pytest.raises(ExpressionError) as caught:
+        compile_condition(expr).evaluate({"x": {"a": 1}})
+    assert caught.value.code in {"FP131", "FP132"}
+
+
+def test_percent_formatting_still_works() -> None:
+    assert compile_condition("'%s/%03d%%' % (context.a, 7) == 'x/007%'").evaluate({"a": "x"})
