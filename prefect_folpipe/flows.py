@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 from prefect import flow
-from prefect.states import Failed
 
 GENERIC_FLOW_NAME = "folpipe-run"
 
@@ -53,9 +52,8 @@ async def run_workflow(
             the checkpoints, so that runs on different workers resume from each other.
     """
     from .compile import RunOptions, run_root
-    from .compile.contextops import describe_error
+    from .compile.api import flow_return
     from .compile.runs import save_run_record
-    from .errors import WorkflowFailed
     from .loader import load_workflow
 
     workflow = load_workflow(Path(path).expanduser().resolve())
@@ -64,12 +62,7 @@ async def run_workflow(
         options.result_storage = await storage_block(result_storage)
     result = await run_root(workflow, context, options)
     save_run_record(workflow, result, context, options)
-    if result.status == "failed":
-        reason = describe_error(result.error) if result.error else "a task failed"
-        message = f"workflow '{workflow.name}' failed: {reason}"
-        # a Failed state, not a raise: the run fails without a traceback in its logs
-        return Failed(message=message, data=WorkflowFailed(message, result))  # type: ignore[return-value]
-    return result.context
+    return flow_return(workflow, result)
 
 
 async def storage_block(slug: str) -> Any:

@@ -50,6 +50,16 @@ def load(path: str | Path) -> Workflow:
     return load_workflow(Path(path))
 
 
+def flow_return(workflow: Workflow, result: RunResult) -> Any:
+    """What a flow body returns: the final context, or a Failed state for a failed run (a
+    state rather than a raise, so the run fails without a traceback in its logs)."""
+    if result.status != "failed":
+        return result.context
+    reason = describe_error(result.error) if result.error else "a task failed"
+    message = f"workflow '{workflow.name}' failed: {reason}"
+    return Failed(message=message, data=WorkflowFailed(message, result))
+
+
 def make_flow(
     workflow: Workflow, options: RunOptions, sink: list[RunResult] | None = None
 ) -> WorkflowFlow:
@@ -64,12 +74,7 @@ def make_flow(
             sink.append(result)
         if options.keep_run_record and not options.only:
             save_run_record(workflow, result, context, options)
-        if result.status == "failed":
-            reason = describe_error(result.error) if result.error else "a task failed"
-            message = f"workflow '{workflow.name}' failed: {reason}"
-            # a Failed state (not a raise): the run fails without a traceback in the logs
-            return Failed(message=message, data=WorkflowFailed(message, result))  # type: ignore[return-value]
-        return result.context
+        return flow_return(workflow, result)
 
     folpipe_workflow.__doc__ = workflow.root.config.description or f"folpipe: {workflow.name}"
     with_input_signature(folpipe_workflow, workflow.root.config)  # root inputs = UI form
