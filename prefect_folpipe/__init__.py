@@ -23,6 +23,7 @@ __version__ = "0.1.0"
 _LAZY: dict[str, str] = {
     "folder_to_flow": "prefect_folpipe.compile",
     "run_workflow": "prefect_folpipe.compile",
+    "flush_artifacts": "prefect_folpipe.compile",
     "RunResult": "prefect_folpipe.compile",
     "load_workflow": "prefect_folpipe.loader",
     "validate_workflow": "prefect_folpipe.validate",
@@ -42,6 +43,7 @@ __all__ = [
     "WorkflowFailed",
     "WorkflowValidationError",
     "__version__",
+    "flush_artifacts",
     "folder_to_flow",
     "load_workflow",
     "run_workflow",

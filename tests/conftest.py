@@ -39,6 +39,9 @@ def prefect_harness() -> Iterator[str]:
         try:
             yield url
         finally:
+            from prefect_folpipe.compile import flush_artifacts
+
+            flush_artifacts(60)  # the server stops with the harness: write what is queued
             os.environ.pop("PREFECT_API_URL", None)
 
 

@@ -47,8 +47,8 @@ async def run_task(
     if phase not in PHASES:
         raise ValueError(f"phase must be one of {PHASES}, got {phase!r}")
     logger = logger or LOG
-    before = copy.deepcopy(dict(context or {}))
-    working = copy.deepcopy(before)
+    before: Mapping[str, Any] = context or {}  # only read: compute_delta compares with it
+    working = copy.deepcopy(dict(before))
     working[ENV_KEY] = env_of(task, workflow)
     if phase != "final" and "pre_run" in task.hooks:
         working = await _hook("pre_run", task, workflow, working, logger)

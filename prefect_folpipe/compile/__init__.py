@@ -16,9 +16,18 @@ _LAZY: dict[str, str] = {
     "RunResult": "prefect_folpipe.compile.report",
     "RunOptions": "prefect_folpipe.compile.options",
     "run_root": "prefect_folpipe.compile.build",
+    "flush_artifacts": "prefect_folpipe.compile.background",
 }
 
-__all__ = ["RunOptions", "RunResult", "arun_workflow", "folder_to_flow", "run_root", "run_workflow"]
+__all__ = [
+    "RunOptions",
+    "RunResult",
+    "arun_workflow",
+    "flush_artifacts",
+    "folder_to_flow",
+    "run_root",
+    "run_workflow",
+]
 
 
 def __getattr__(name: str) -> Any:

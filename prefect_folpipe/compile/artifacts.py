@@ -1,20 +1,21 @@
 """Markdown and table artifacts: one per task execution, one summary per run.
 
-Rendering is Prefect-free; ``publish_*`` create the artifacts through Prefect's client. Text
+Rendering is Prefect-free; ``submit_*`` queue the artifacts for Prefect's API on the background
+writer (a run does not wait for its reports). Text
 goes through the tools package's redaction helper when it exists, so secrets that leaked into
 tool output are masked before they reach the UI.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..spec.tree import Task
+from .background import WRITER
 from .cache import slug
 
 LOG = logging.getLogger("prefect_folpipe.compile")
@@ -112,58 +113,42 @@ def summary_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
-WORKERS = 4
-"""Concurrent artifact requests: (1) of benchmarks/ went from 2.6 s with one to 2.2 s."""
+def submit_task_artifact(
+    key: str, render: Callable[[], str], description: str, task_run_id: Any
+) -> None:
+    """Queue a task's markdown artifact; ``render()`` runs on the background writer."""
+    flow_run_id = _flow_run_id()
 
-
-class ArtifactQueue:
-    """Task artifacts created in the background by a few concurrent workers.
-
-    Tasks only enqueue (no API call on their path); the workers overlap the requests with the
-    rest of the run (other tasks' model calls) and ``drain()`` waits for the tail at the end.
-    A small, fixed number of workers bounds how much the API's SQLite writes contend with the
-    task-run records.
-    """
-
-    def __init__(self) -> None:
-        self._queue: asyncio.Queue[tuple[str, str, str, Any] | None] = asyncio.Queue()
-        self._worker: asyncio.Future[Any] | None = None
-        self._flow_run_id: Any = None
-
-    def put(self, item: tuple[str, str, str, Any]) -> None:
-        if self._worker is None:
-            self._flow_run_id = _flow_run_id()
-            self._worker = asyncio.gather(*(self._work() for _ in range(WORKERS)))
-        self._queue.put_nowait(item)
-
-    async def _work(self) -> None:
-        from prefect.client.orchestration import get_client
+    async def write(client: Any) -> None:
         from prefect.client.schemas.actions import ArtifactCreate
 
-        async with get_client() as client:
-            while (item := await self._queue.get()) is not None:
-                key, markdown, description, task_run_id = item
-                artifact = ArtifactCreate(
-                    key=key,
-                    type="markdown",
-                    description=description,
-                    data=markdown,
-                    task_run_id=task_run_id,
-                    flow_run_id=self._flow_run_id,
-                )
-                try:
-                    await client.create_artifact(artifact=artifact)
-                except Exception as exc:  # artifacts are reports; never fail a run for one
-                    LOG.debug("artifact %s not created: %s", key, exc)
+        artifact = ArtifactCreate(
+            key=key,
+            type="markdown",
+            description=description,
+            data=render(),
+            task_run_id=task_run_id,
+            flow_run_id=flow_run_id,
+        )
+        await client.create_artifact(artifact=artifact)
 
-    async def drain(self) -> None:
-        """Wait until every queued artifact is created (call once, at the end of the run)."""
-        if self._worker is None:
-            return
-        for _ in range(WORKERS):
-            self._queue.put_nowait(None)
-        await self._worker
-        self._worker = None
+    WRITER.submit(write, f"artifact {key}")
+
+
+def submit_summary(key: str, rows: Sequence[Mapping[str, Any]], description: str) -> None:
+    """Queue the run's summary table artifact."""
+    flow_run_id = _flow_run_id()
+    table = json.dumps(summary_rows(rows), default=str)  # Prefect stores tables as JSON text
+
+    async def write(client: Any) -> None:
+        from prefect.client.schemas.actions import ArtifactCreate
+
+        artifact = ArtifactCreate(
+            key=key, type="table", description=description, data=table, flow_run_id=flow_run_id
+        )
+        await client.create_artifact(artifact=artifact)
+
+    WRITER.submit(write, f"artifact {key}")
 
 
 def _flow_run_id() -> Any:
@@ -171,9 +156,3 @@ def _flow_run_id() -> Any:
 
     context = FlowRunContext.get()
     return context.flow_run.id if context and context.flow_run else None
-
-
-async def publish_summary(key: str, rows: Sequence[Mapping[str, Any]], description: str) -> None:
-    from prefect.artifacts import acreate_table_artifact
-
-    await acreate_table_artifact(table=summary_rows(rows), key=key, description=description)

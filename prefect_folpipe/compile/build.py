@@ -26,6 +26,7 @@ from prefect.logging import get_run_logger
 from ..errors import ConfigError, FolpipeError, ProviderError
 from ..spec.tree import Task, Workflow
 from . import artifacts
+from .background import WRITER
 from .cache import cache_key, slug, task_identity
 from .contextops import (
     ContextBox,
@@ -107,7 +108,6 @@ class WorkflowRun:
         self._leaves: dict[tuple[str, str], PrefectTask[..., Any]] = {}
         self._branches: dict[str, Any] = {}
         self._conditions: dict[str, Any] = {}
-        self._artifacts = artifacts.ArtifactQueue()
 
     # -- set-up ---------------------------------------------------------------------------
 
@@ -226,6 +226,7 @@ class WorkflowRun:
         scope: list[int] | None,
     ) -> dict[str, Any]:
         """The body of a leaf task run: one agent pass, checked and reported."""
+        WRITER.touch()
         task_run = TaskRunContext.get()
         self.tracker.attempt(task.path, task_run.task_run.run_count if task_run else 1)
         logger = get_run_logger()
@@ -240,6 +241,7 @@ class WorkflowRun:
             logger=logger,
             ledger=self.ledger,
         )
+        WRITER.touch()
         payload = _payload(outcome)
         _check_serialisable(task, payload)
         self.tracker.charge(task.path, payload)
@@ -250,14 +252,15 @@ class WorkflowRun:
     def publish_task_artifact(
         self, task: Task, phase: str, label: str, outcome: Any, payload: dict[str, Any]
     ) -> None:
-        """Create the task's markdown artifact in the background (awaited at the run's end)."""
-        view = {**payload, "prompt": getattr(outcome, "prompt", ""), "tool_log": []}
+        """Queue the task's markdown artifact (written in the background; see ``background``)."""
+        view = {**payload, "prompt": getattr(outcome, "prompt", "")}
         view["tool_log"] = list(getattr(outcome, "tool_log", []) or [])
-        markdown = artifacts.render_task(task, label, view)
         key = artifacts.task_artifact_key(self.workflow.name, task, phase)
         task_run = TaskRunContext.get()
         run_id = task_run.task_run.id if task_run else None
-        self._artifacts.put((key, markdown, f"folpipe task {label}", run_id))
+        artifacts.submit_task_artifact(
+            key, lambda: artifacts.render_task(task, label, view), f"folpipe task {label}", run_id
+        )
 
     def branch_runner(self, task: Task) -> Any:
         """The parent task (``branch_as: task``) or subflow running a branch's children."""
@@ -489,7 +492,6 @@ class WorkflowRun:
         self.tracker._emit("iteration", record)
 
     async def aclose(self) -> None:
-        await self._artifacts.drain()
         await self.pool.aclose()
 
 
@@ -590,6 +592,7 @@ async def run_root(
     raises for task failures (``RunResult.status == "failed"``, ``.error``).
     """
     options = options or RunOptions()
+    WRITER.touch()
     run = WorkflowRun(workflow, options)
     flow_run_id = await _tag_flow_run(run.tags_for())
     target = workflow.find(options.only) if options.only else workflow.root
@@ -614,7 +617,8 @@ async def run_root(
         error=outcome.error,
     )
     if run.artifact_level != "none":
-        await _summary(run, result, time.monotonic() - started)
+        _summary(run, result, time.monotonic() - started)
+    WRITER.touch()  # the flow run is about to end: reports wait for that
     return result
 
 
@@ -633,10 +637,7 @@ async def _run_target(run: WorkflowRun, target: Task, context: dict[str, Any]) -
     return outcome
 
 
-async def _summary(run: WorkflowRun, result: RunResult, elapsed: float) -> None:
+def _summary(run: WorkflowRun, result: RunResult, elapsed: float) -> None:
     key = slug(f"{run.workflow.name}-summary", limit=90)
     description = f"folpipe run of {run.workflow.name}: {result.status} in {elapsed:.1f}s"
-    try:
-        await artifacts.publish_summary(key, result.tasks, description)
-    except Exception as exc:
-        LOG.debug("summary artifact not created: %s", exc)
+    artifacts.submit_summary(key, result.tasks, description)

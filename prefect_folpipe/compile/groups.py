@@ -122,16 +122,20 @@ async def _run_wave(
     scope: Scope,
     fail_fast: bool,
 ) -> tuple[list[NodeResult | None], int | None]:
-    """Run ``members`` concurrently on copies of ``ctx``; results and the fail-fast index."""
+    """Run ``members`` concurrently on ``ctx``; results and the fail-fast index.
+
+    Nothing changes ``ctx`` during a wave (results merge after it) and no child writes to its
+    input (a leaf works on its own copy, a branch on a child context), so the members share it.
+    """
     if len(members) == 1:
-        return [await ex.run_child(members[0], child_context(ctx), scope)], None
+        return [await ex.run_child(members[0], ctx, scope)], None
     workers = group.settings.parallel_workers
     limit = asyncio.Semaphore(workers) if workers else None
     results: list[NodeResult | None] = [None] * len(members)
 
     async def one(index: int, child: Task) -> None:
         async with limit if limit is not None else contextlib.nullcontext():
-            result = await ex.run_child(child, child_context(ctx), scope)
+            result = await ex.run_child(child, ctx, scope)
         results[index] = result
         if fail_fast and result.failed:
             raise _FailFast(index)

@@ -89,6 +89,29 @@ def test_json_document_shape_and_exit_zero(tmp_path, cli_env):
     assert "Traceback" not in proc.stderr
 
 
+def test_a_process_that_exits_right_after_its_run_still_writes_every_artifact(tmp_path, cli_env):
+    """Artifacts are written in the background; process exit flushes them before it ends."""
+    import asyncio
+
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
+
+    proc = folpipe(cli_env, "run", pipeline(tmp_path / "wf"), "--json")
+    assert proc.returncode == 0, proc.stderr
+    flow_run_id = json.loads(proc.stdout)["flow_run_id"]
+
+    async def read() -> list[Any]:
+        async with get_client() as client:
+            return await client.read_artifacts(
+                artifact_filter=ArtifactFilter(
+                    flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id])
+                )
+            )
+
+    keys = {artifact.key for artifact in asyncio.run(read())}
+    assert keys == {"cli-pipeline-draft", "cli-pipeline-review", "cli-pipeline-summary"}
+
+
 def test_failed_run_exits_one_and_resume_in_a_new_process_reuses_checkpoints(tmp_path, cli_env):
     wf = pipeline(tmp_path / "wf", review={"error": "auth"})
     first = folpipe(cli_env, "run", wf, "--json")

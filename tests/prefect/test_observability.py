@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from typing import Any
 
@@ -51,7 +52,8 @@ async def _task_runs(flow_run_id: str, expected: int) -> list[Any]:
             runs = await client.read_task_runs(
                 flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id]))
             )
-            if len(runs) >= expected:
+            # records arrive as events: wait until every run's final state is in
+            if len(runs) >= expected and all(r.state and r.state.is_final() for r in runs):
                 break
             await asyncio.sleep(0.5)
         return runs
@@ -67,6 +69,10 @@ async def _flow_run(flow_run_id: str) -> Any:
 async def _artifacts(flow_run_id: str) -> list[Any]:
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
+
+    from prefect_folpipe import flush_artifacts
+
+    assert flush_artifacts(30), "artifacts still queued after 30 s"
 
     async with get_client() as client:
         return await client.read_artifacts(
@@ -111,8 +117,13 @@ def test_markdown_artifact_per_task_and_a_summary_table(make_workflow, run):
     assert research.type == "markdown"
     assert "Research the topic" in research.data
     assert "n1" in research.data
+    assert research.task_run_id is not None and research.flow_run_id is not None
     assert "observed-summary" in by_key
-    assert by_key["observed-summary"].type == "table"
+    summary = by_key["observed-summary"]
+    assert summary.type == "table"
+    rows = {row["task"]: row for row in json.loads(summary.data)}
+    assert rows["research"]["status"] == "completed" and rows["research"]["model_calls"] == 1
+    assert rows["refine/review"]["iterations"] == 2
     assert all(key == key.lower() and "/" not in key for key in by_key if key)
 
 

@@ -1,0 +1,183 @@
+"""API writes that a run's result does not wait for: task artifacts and the run summary.
+
+Prefect ships its own run records (events) and run logs this way: queued in the process,
+written by a background worker, flushed when the process exits. ``BackgroundWriter`` does the
+same for folpipe's reports: a daemon thread with its own event loop and a few concurrent
+workers creates them, and a run returns without waiting for the tail. ``flush()`` waits for
+every queued write; it runs by itself at process exit, before Prefect stops a temporary server.
+
+Reports yield to the work: while a run is busy (a run or task started or finished in the last
+``QUIET_S``) the writer holds back, so its requests fill the run's idle time (model calls in
+flight) and its end instead of competing with task runs for the CPU and the API's database.
+A report never waits more than ``MAX_HOLD_S``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import logging
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+LOG = logging.getLogger("prefect_folpipe.compile")
+WORKERS = 4
+"""Concurrent writes: enough to keep up with wide fan-out, few enough that the API's SQLite
+writes do not starve the run's own task-run records."""
+QUIET_S = 0.25
+"""A run counts as busy this long after a task started or finished."""
+MAX_HOLD_S = 10.0
+"""Longest a report is held back for a busy run."""
+EXIT_FLUSH_S = 30.0
+"""How long process exit waits for queued writes (e.g. when the API has gone away)."""
+
+Write = Callable[[Any], Awaitable[Any]]
+"""A coroutine function taking a Prefect client."""
+
+
+class BackgroundWriter:
+    """A queue of API writes drained by a daemon thread; ``flush()`` waits for it."""
+
+    def __init__(self, workers: int = WORKERS) -> None:
+        self._workers = workers
+        self._idle = threading.Condition()
+        self._pending = 0
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._queue: asyncio.Queue[tuple[Write, contextvars.Context, str, float]] | None = None
+        self._clients: dict[Any, Any] = {}
+        self._last_activity = 0.0
+        self._flushing = 0
+        self._tasks: list[asyncio.Task[None]] = []
+
+    def submit(self, write: Write, what: str) -> None:
+        """Queue ``write(client)``; it runs with the Prefect settings of the caller's context."""
+        context = contextvars.copy_context()
+        loop = self._started()
+        with self._idle:
+            self._pending += 1
+        loop.call_soon_threadsafe(self._enqueue, (write, context, what, time.monotonic()))
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until every queued write is done (or ``timeout``); True when nothing is left.
+        Nothing is held back for busy runs meanwhile."""
+        with self._idle:
+            self._flushing += 1
+            try:
+                return self._idle.wait_for(lambda: self._pending == 0, timeout)
+            finally:
+                self._flushing -= 1
+
+    def touch(self) -> None:
+        """A run or task started or finished: hold reports back for the next ``QUIET_S``."""
+        self._last_activity = time.monotonic()
+
+    def _busy(self) -> bool:
+        return not self._flushing and time.monotonic() - self._last_activity < QUIET_S
+
+    @property
+    def pending(self) -> int:
+        return self._pending
+
+    # -- the thread ------------------------------------------------------------------------
+
+    def _started(self) -> asyncio.AbstractEventLoop:
+        with self._idle:
+            if self._loop is None:
+                ready = threading.Event()
+                thread = threading.Thread(
+                    target=self._serve, args=(ready,), name="folpipe-writer", daemon=True
+                )
+                thread.start()
+                ready.wait()
+                _at_exit(self._close)
+            assert self._loop is not None
+            return self._loop
+
+    def _serve(self, ready: threading.Event) -> None:
+        loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)
+        self._queue = asyncio.Queue()
+        self._loop = loop
+        self._tasks = [loop.create_task(self._work()) for _ in range(self._workers)]
+        ready.set()
+        loop.run_forever()
+
+    def _enqueue(self, item: tuple[Write, contextvars.Context, str, float]) -> None:
+        assert self._queue is not None
+        self._queue.put_nowait(item)
+
+    async def _work(self) -> None:
+        assert self._queue is not None
+        while True:
+            write, context, what, submitted = await self._queue.get()
+            while self._busy() and time.monotonic() < submitted + MAX_HOLD_S:
+                await asyncio.sleep(QUIET_S / 5)
+            try:
+                await write(await self._client(context))
+            except Exception as exc:  # reports never fail a run
+                LOG.debug("%s not written: %s", what, exc)
+            finally:
+                with self._idle:
+                    self._pending -= 1
+                    self._idle.notify_all()
+
+    async def _client(self, context: contextvars.Context) -> Any:
+        """One open client per API (the caller's settings pick it: server, Cloud, ephemeral)."""
+        from prefect.client.orchestration import get_client
+        from prefect.settings import PREFECT_API_URL
+
+        api = context.run(PREFECT_API_URL.value)
+        client = self._clients.get(api)
+        if client is None:
+            client = context.run(get_client)
+            self._clients[api] = await client.__aenter__()
+        return client
+
+    def _close(self) -> None:
+        if not self.flush(EXIT_FLUSH_S):
+            LOG.warning("%d folpipe artifact write(s) abandoned at exit", self._pending)
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            return
+        closing = asyncio.run_coroutine_threadsafe(self._close_clients(), loop)
+        with contextlib.suppress(Exception):
+            closing.result(5)
+        loop.call_soon_threadsafe(loop.stop)
+
+    async def _close_clients(self) -> None:
+        clients, self._clients = list(self._clients.values()), {}
+        for client in clients:
+            with contextlib.suppress(Exception):
+                await client.__aexit__(None, None, None)
+
+
+def _at_exit(callback: Callable[[], None]) -> None:
+    """Run ``callback`` when the interpreter exits, before ``atexit`` handlers (Prefect stops
+    its temporary server in one) — the hook ``concurrent.futures`` and Prefect's own workers
+    use; plain ``atexit`` where it is missing."""
+    register = getattr(threading, "_register_atexit", None)
+    try:
+        if register is not None:
+            register(callback)
+            return
+    except RuntimeError:  # already shutting down
+        return
+    import atexit
+
+    atexit.register(callback)
+
+
+WRITER = BackgroundWriter()
+
+
+def flush_artifacts(timeout: float | None = None) -> bool:
+    """Wait until every artifact of the runs so far is written to the Prefect API.
+
+    Runs return without waiting for their artifacts (they are written in the background and
+    flushed at process exit); call this before reading them back through Prefect's client.
+    Returns False if ``timeout`` expired first.
+    """
+    return WRITER.flush(timeout)
