@@ -20,6 +20,7 @@ import contextvars
 import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -46,7 +47,8 @@ class BackgroundWriter:
         self._idle = threading.Condition()
         self._pending = 0
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._queue: asyncio.Queue[tuple[Write, contextvars.Context, str, float]] | None = None
+        self._items: deque[tuple[Write, contextvars.Context, str, float]] = deque()
+        self._wake = asyncio.Event()
         self._clients: dict[Any, Any] = {}
         self._last_activity = 0.0
         self._flushing = 0
@@ -54,11 +56,14 @@ class BackgroundWriter:
 
     def submit(self, write: Write, what: str) -> None:
         """Queue ``write(client)``; it runs with the Prefect settings of the caller's context."""
-        context = contextvars.copy_context()
+        item = (write, contextvars.copy_context(), what, time.monotonic())
         loop = self._started()
         with self._idle:
             self._pending += 1
-        loop.call_soon_threadsafe(self._enqueue, (write, context, what, time.monotonic()))
+            self._items.append(item)
+            wake = len(self._items) == 1  # a burst wakes the writer thread once
+        if wake:
+            loop.call_soon_threadsafe(self._wake.set)
 
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until every queued write is done (or ``timeout``); True when nothing is left.
@@ -99,20 +104,21 @@ class BackgroundWriter:
     def _serve(self, ready: threading.Event) -> None:
         loop = asyncio.new_event_loop()
         asyncio.set_event_loop(loop)
-        self._queue = asyncio.Queue()
         self._loop = loop
         self._tasks = [loop.create_task(self._work()) for _ in range(self._workers)]
         ready.set()
         loop.run_forever()
 
-    def _enqueue(self, item: tuple[Write, contextvars.Context, str, float]) -> None:
-        assert self._queue is not None
-        self._queue.put_nowait(item)
-
     async def _work(self) -> None:
-        assert self._queue is not None
         while True:
-            write, context, what, submitted = await self._queue.get()
+            with self._idle:
+                item = self._items.popleft() if self._items else None
+            if item is None:
+                self._wake.clear()
+                if not self._items:
+                    await self._wake.wait()
+                continue
+            write, context, what, submitted = item
             while self._busy() and time.monotonic() < submitted + MAX_HOLD_S:
                 await asyncio.sleep(QUIET_S / 5)
             try:
