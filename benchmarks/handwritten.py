@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from pathlib import Path
+from typing import Any
 
 from prefect import flow, task
 
@@ -53,6 +54,37 @@ async def sequential_chain_checkpointed(count: int = 200, storage: str = "") -> 
     for i in range(count):
         results.append(await checkpointed(f"step_{i}", 0.0))
     return results
+
+
+@task
+async def reported_call(name: str, latency: float) -> str:
+    """``model_call`` plus the report a Prefect user writes for it: a markdown artifact."""
+    from prefect.artifacts import acreate_markdown_artifact
+
+    await asyncio.sleep(latency)
+    await acreate_markdown_artifact(f"# {name}\n\nok", key=name.replace("_", "-"))
+    return f"{name}: ok"
+
+
+def _checkpointed(fn: Any, storage: str) -> Any:
+    return fn.with_options(
+        result_storage=Path(storage),
+        cache_key_fn=lambda _ctx, params: f"{params['name']}-{uuid.uuid4().hex}",
+    )
+
+
+@flow
+async def parallel_leaves_same_work(count: int = 50, latency: float = 1.0, storage: str = ""):
+    """(1) doing what folpipe does per task: a persisted checkpoint and a markdown report."""
+    call = _checkpointed(reported_call, storage)
+    return await asyncio.gather(*[call(f"leaf_{i}", latency) for i in range(count)])
+
+
+@flow
+async def sequential_chain_same_work(count: int = 200, storage: str = "") -> list[str]:
+    """(3) doing what folpipe does per task: a persisted checkpoint and a markdown report."""
+    call = _checkpointed(reported_call, storage)
+    return [await call(f"step_{i}", 0.0) for i in range(count)]
 
 
 @flow

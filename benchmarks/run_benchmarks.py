@@ -69,6 +69,9 @@ def bench_parallel_leaves(scratch: Path) -> dict[str, Any]:
     lean_s, _ = _run_folpipe(wf, fresh=True, artifacts="summary")
     _settle()
     hand_s = _run_hand(lambda: handwritten.parallel_leaves(50, 1.0))
+    _settle()
+    storage = str(scratch / "hand" / ".folpipe" / "results")  # as deep as folpipe's
+    same_s = _run_hand(lambda: handwritten.parallel_leaves_same_work(50, 1.0, storage))
     return {
         "name": "(1) 50 parallel leaves, 1 s latency",
         "ideal_s": 1.0,
@@ -76,6 +79,7 @@ def bench_parallel_leaves(scratch: Path) -> dict[str, Any]:
         "folpipe_summary_artifacts_s": lean_s,
         "folpipe_artifacts_written_after_s": result.artifacts_s,
         "hand_s": hand_s,
+        "hand_same_work_s": same_s,
         "ok": result.status == "completed",
     }
 
@@ -112,8 +116,10 @@ def bench_chain(scratch: Path) -> dict[str, Any]:
     _settle()
     hand_s = _run_hand(lambda: handwritten.sequential_chain(200))
     _settle()
-    storage = str(scratch / "hand-results")
+    storage = str(scratch / "hand" / ".folpipe" / "results")  # as deep as folpipe's
     hand_ckpt_s = _run_hand(lambda: handwritten.sequential_chain_checkpointed(200, storage))
+    _settle()
+    same_s = _run_hand(lambda: handwritten.sequential_chain_same_work(200, storage))
     _settle()
     cached_s, _ = _run_folpipe(wf)
     return {
@@ -125,6 +131,7 @@ def bench_chain(scratch: Path) -> dict[str, Any]:
         "folpipe_all_cached_s": cached_s,
         "hand_s": hand_s,
         "hand_checkpointed_s": hand_ckpt_s,
+        "hand_same_work_s": same_s,
         "ok": result.status == "completed",
     }
 
