@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import contextvars
 import logging
+import os
 import threading
 import time
 from collections import deque
@@ -44,6 +45,11 @@ class BackgroundWriter:
 
     def __init__(self, workers: int = WORKERS) -> None:
         self._workers = workers
+        self._reset()
+        if hasattr(os, "register_at_fork"):  # a forked child starts with no writer thread
+            os.register_at_fork(after_in_child=self._reset)
+
+    def _reset(self) -> None:
         self._idle = threading.Condition()
         self._pending = 0
         self._loop: asyncio.AbstractEventLoop | None = None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 import time
 from typing import Any
@@ -79,3 +80,25 @@ def test_writes_wait_while_a_run_is_busy_but_not_when_flushed(prefect_harness, m
     while len(written_at) < 2 and time.monotonic() < deadline:
         time.sleep(0.02)
     assert written_at[1] - submitted >= 0.45  # held until the run went quiet
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="POSIX fork")
+def test_a_forked_child_starts_its_own_writer_thread(prefect_harness):
+    writer = BackgroundWriter(workers=1)
+    done: list[str] = []
+
+    async def write(_client: Any) -> None:
+        done.append("written")
+
+    writer.submit(write, "parent write")
+    assert writer.flush(10) and done == ["written"]
+    pid = os.fork()
+    if pid == 0:  # the child: the parent's writer thread does not exist here
+        ok = False
+        try:
+            writer.submit(write, "child write")
+            ok = writer.flush(10) and done == ["written", "written"]
+        finally:
+            os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
