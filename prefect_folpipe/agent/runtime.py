@@ -48,7 +48,7 @@ async def run_task(
         raise ValueError(f"phase must be one of {PHASES}, got {phase!r}")
     logger = logger or LOG
     before: Mapping[str, Any] = context or {}  # only read: compute_delta compares with it
-    working = copy.deepcopy(dict(before))
+    working = _working_copy(task, before)
     working[ENV_KEY] = env_of(task, workflow)
     if phase != "final" and "pre_run" in task.hooks:
         working = await _hook("pre_run", task, workflow, working, logger)
@@ -67,6 +67,15 @@ async def run_task(
         working = await _hook("post_run", task, workflow, working, logger)
     outcome.delta = compute_delta(before, working, output_keys)
     return outcome
+
+
+def _working_copy(task: Task, context: Mapping[str, Any]) -> dict[str, Any]:
+    """The context the task works on. Hooks and tools get it as a mutable object, so they
+    get a deep copy; without them the agent pass only replaces top-level keys, so a shallow
+    copy keeps the caller's context intact (and a long chain from copying it per task)."""
+    if task.hooks or task.tools:
+        return copy.deepcopy(dict(context))
+    return dict(context)
 
 
 def env_of(task: Task, workflow: Workflow) -> dict[str, str]:

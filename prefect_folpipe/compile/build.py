@@ -43,7 +43,7 @@ from .contextops import (
 from .failures import ResultNotSerializable, TaskTimedOut
 from .groups import NodeResult, Scope, run_group
 from .options import RunOptions
-from .report import RunResult, RunTracker
+from .report import RunResult, RunTracker, reported_tasks
 from .retry import retry_delays, retry_on_of, should_retry
 
 LOG = logging.getLogger("prefect_folpipe.compile")
@@ -86,7 +86,7 @@ class WorkflowRun:
         self.workflow = workflow
         self.options = options
         self.runner = options.runner or import_module("prefect_folpipe.agent").run_task
-        self.tracker = RunTracker(workflow.tasks(), options.listeners)
+        self.tracker = RunTracker(reported_tasks(workflow.root), options.listeners)
         self.storage = options.storage_for(workflow.root_dir)
         self.artifact_level = options.artifact_level()
         override = None
@@ -621,6 +621,7 @@ async def run_root(
         await run.aclose()
     final = child_context(seeded)
     merge_delta(final, outcome.delta)
+    _count_failed_attempts(run)
     rows = [row for row in run.tracker.rows() if _in_scope(row["path"], target.path)]
     result = RunResult(
         status="failed" if outcome.status == "failed" else "completed",
@@ -634,6 +635,23 @@ async def run_root(
         _summary(run, result, time.monotonic() - started)
     WRITER.touch()  # the flow run is about to end: reports wait for that
     return result
+
+
+def _count_failed_attempts(run: WorkflowRun) -> None:
+    """Model calls and tokens of failed attempts (a retried or failed task) into the report.
+
+    The tracker charges each *successful* pass's usage; the budget ledger saw every call this
+    process made, so a task's report is the larger of the two (passes run on Dask workers
+    are only in the tracker)."""
+    if run.ledger is None:
+        return
+    for path, totals in run.ledger.report().items():
+        record = run.tracker.records.get(path)
+        if record is None:
+            continue
+        record.model_calls = max(record.model_calls, totals["model_calls"])
+        record.input_tokens = max(record.input_tokens, totals["input_tokens"])
+        record.output_tokens = max(record.output_tokens, totals["output_tokens"])
 
 
 def _in_scope(path: str, root: str) -> bool:

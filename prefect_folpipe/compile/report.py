@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -65,14 +65,39 @@ class TaskRecord:
         }
 
 
-class RunTracker:
-    """Collects task records during a run and notifies listeners (the live view)."""
+DISABLED = "disabled (enabled: false)"
 
-    def __init__(self, tasks: Iterable[Task], listeners: Iterable[Listener] = ()) -> None:
+
+def reported_tasks(task: Task, enabled: bool = True) -> Iterator[tuple[Task, bool]]:
+    """``(task, enabled)`` for the task and every descendant, disabled subtrees included:
+    enabled children in run order, then disabled ones (as ``folpipe tree`` lists them)."""
+    yield task, enabled
+    off = sorted(task.disabled_children, key=lambda child: (child.priority, child.folder.name))
+    for child in task.children:
+        yield from reported_tasks(child, enabled)
+    for child in off:
+        yield from reported_tasks(child, False)
+
+
+class RunTracker:
+    """Collects task records during a run and notifies listeners (the live view).
+
+    ``tasks`` may be ``(task, enabled)`` pairs (``reported_tasks``): a disabled task is
+    reported ``skipped`` with the reason, so the run document has one entry per task in the
+    tree.
+    """
+
+    def __init__(
+        self, tasks: Iterable[Task | tuple[Task, bool]], listeners: Iterable[Listener] = ()
+    ) -> None:
         self.records: dict[str, TaskRecord] = {}
-        for task in tasks:
+        for item in tasks:
+            task, enabled = item if isinstance(item, tuple) else (item, True)
             depth = task.path.count("/") + 1 if task.path else 0
-            self.records[task.path] = TaskRecord(task.path, task.name, task.kind, depth)
+            record = TaskRecord(task.path, task.name, task.kind, depth)
+            if not enabled:
+                record.status, record.error = "skipped", DISABLED
+            self.records[task.path] = record
         self.listeners = list(listeners)
 
     def _emit(self, event: str, record: TaskRecord) -> None:

@@ -313,6 +313,25 @@ def test_skip_if_skips_a_task_and_a_whole_branch(make_workflow, run):
     assert result.context["b"] == "ok" and "a" not in result.context
 
 
+def test_disabled_tasks_are_reported_skipped_after_their_enabled_siblings(make_workflow, run):
+    files = {
+        "task.yaml": {"name": "toggles", "subtasks": {"execution_type": "sequential"}},
+        "subtasks/10_old/task.yaml": {"enabled": False},
+        "subtasks/10_old/instructions.md": "Old.",
+        "subtasks/20_new/instructions.md": "New.",
+        "subtasks/30_parked/task.yaml": {"enabled": False},
+        "subtasks/30_parked/subtasks/inner/instructions.md": "Inner.",
+    }
+    result = run(make_workflow(files))
+    assert result.status == "completed"
+    assert [t["path"] for t in result.tasks] == ["", "new", "old", "parked", "parked/inner"]
+    for path in ("old", "parked", "parked/inner"):
+        entry = result.task(path)
+        assert entry["status"] == "skipped" and entry["model_calls"] == 0
+        assert entry["error"] == "disabled (enabled: false)"
+    assert "old" not in result.context and result.context["new"] == "ok"
+
+
 def test_both_task_first_pass_children_then_final_pass_wins(make_workflow, run):
     files = _tree(
         {"child": _leaf(output=["fact"])},

@@ -31,6 +31,26 @@ def test_transient_provider_error_is_retried(make_workflow, run):
     assert result.task("flaky")["attempts"] == 2
 
 
+def test_model_calls_of_a_failed_attempt_count_in_the_run_report(make_workflow, run):
+    files = _one_leaf(
+        {"max_retries": 1, "retry_delay_seconds": 0},
+        [
+            {"tool_calls": [{"name": "note", "arguments": {}}]},  # attempt 1: one call ...
+            {"error": "rate_limit"},  # ... then the second call fails
+            "fine",  # attempt 2
+        ],
+    )
+    files["subtasks/flaky/tools.md"] = (
+        "## note\n> type: shell\n\nSay hi.\n\n```bash\necho hi\n```\n"
+    )
+    result = run(make_workflow(files))
+    assert result.status == "completed"
+    flaky = result.task("flaky")
+    assert flaky["attempts"] == 2
+    assert flaky["model_calls"] == 2  # the successful call of the failed attempt counts
+    assert result.usage["model_calls"] == 2
+
+
 def test_auth_errors_are_never_retried(make_workflow, run):
     wf = make_workflow(
         _one_leaf({"max_retries": 3, "retry_delay_seconds": 0}, [{"error": "auth"}, "fine"])
