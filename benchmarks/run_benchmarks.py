@@ -68,6 +68,8 @@ def bench_parallel_leaves(scratch: Path) -> dict[str, Any]:
     _settle()
     lean_s, _ = _run_folpipe(wf, fresh=True, artifacts="summary")
     _settle()
+    tagged_s, _ = _run_folpipe(wf, fresh=True, task_tags=True)
+    _settle()
     hand_s = _run_hand(lambda: handwritten.parallel_leaves(50, 1.0))
     _settle()
     storage = str(scratch / "hand" / ".folpipe" / "results")  # as deep as folpipe's
@@ -78,6 +80,7 @@ def bench_parallel_leaves(scratch: Path) -> dict[str, Any]:
         "folpipe_s": folpipe_s,
         "folpipe_summary_artifacts_s": lean_s,
         "folpipe_artifacts_written_after_s": result.artifacts_s,
+        "folpipe_task_runs_tagged_s": tagged_s,
         "hand_s": hand_s,
         "hand_same_work_s": same_s,
         "ok": result.status == "completed",
@@ -114,6 +117,8 @@ def bench_chain(scratch: Path) -> dict[str, Any]:
     _settle()
     lean_s, _ = _run_folpipe(wf, fresh=True, artifacts="summary")
     _settle()
+    tagged_s, _ = _run_folpipe(wf, fresh=True, task_tags=True)
+    _settle()
     hand_s = _run_hand(lambda: handwritten.sequential_chain(200))
     _settle()
     storage = str(scratch / "hand" / ".folpipe" / "results")  # as deep as folpipe's
@@ -129,6 +134,7 @@ def bench_chain(scratch: Path) -> dict[str, Any]:
         "folpipe_summary_artifacts_s": lean_s,
         "folpipe_artifacts_written_after_s": result.artifacts_s,
         "folpipe_all_cached_s": cached_s,
+        "folpipe_task_runs_tagged_s": tagged_s,
         "hand_s": hand_s,
         "hand_checkpointed_s": hand_ckpt_s,
         "hand_same_work_s": same_s,

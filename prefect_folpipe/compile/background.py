@@ -7,9 +7,10 @@ workers creates them, and a run returns without waiting for the tail. ``flush()`
 every queued write; it runs by itself at process exit, before Prefect stops a temporary server.
 
 Reports yield to the work: while a run is busy (a run or task started or finished in the last
-``QUIET_S``) the writer holds back, so its requests fill the run's idle time (model calls in
-flight) and its end instead of competing with task runs for the CPU and the API's database.
-A report never waits more than ``MAX_HOLD_S``.
+``QUIET_S``, or its body ended in the last ``END_HOLD_S``) the writer holds back, so its
+requests fill the run's idle time (model calls in flight) and the time after it instead of
+competing with task runs for the CPU and the API's database. A report never waits more than
+``MAX_HOLD_S``; ``flush()`` and process exit write at once.
 """
 
 from __future__ import annotations
@@ -31,6 +32,9 @@ WORKERS = 4
 writes do not starve the run's own task-run records."""
 QUIET_S = 0.25
 """A run counts as busy this long after a task started or finished."""
+END_HOLD_S = 1.0
+"""After a run's body: the flow run's own end (its final state, the server recording the
+run's task-run events) goes first."""
 MAX_HOLD_S = 10.0
 """Longest a report is held back for a busy run."""
 EXIT_FLUSH_S = 30.0
@@ -56,7 +60,7 @@ class BackgroundWriter:
         self._items: deque[tuple[Write, contextvars.Context, str, float]] = deque()
         self._wake = asyncio.Event()
         self._clients: dict[Any, Any] = {}
-        self._last_activity = 0.0
+        self._busy_until = 0.0
         self._flushing = 0
         self._tasks: list[asyncio.Task[None]] = []
 
@@ -81,12 +85,15 @@ class BackgroundWriter:
             finally:
                 self._flushing -= 1
 
-    def touch(self) -> None:
-        """A run or task started or finished: hold reports back for the next ``QUIET_S``."""
-        self._last_activity = time.monotonic()
+    def touch(self, hold: float | None = None) -> None:
+        """A run or task started or finished: hold reports back for the next ``hold`` seconds
+        (``QUIET_S`` by default; a run's end holds them ``END_HOLD_S`` while Prefect finishes
+        the flow run)."""
+        until = time.monotonic() + (QUIET_S if hold is None else hold)
+        self._busy_until = max(self._busy_until, until)
 
     def _busy(self) -> bool:
-        return not self._flushing and time.monotonic() - self._last_activity < QUIET_S
+        return not self._flushing and time.monotonic() < self._busy_until
 
     @property
     def pending(self) -> int:

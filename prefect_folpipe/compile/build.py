@@ -27,7 +27,7 @@ from prefect.logging import get_run_logger
 from ..errors import ConfigError, FolpipeError, ProviderError
 from ..spec.tree import Task, Workflow
 from . import artifacts
-from .background import WRITER
+from .background import END_HOLD_S, WRITER
 from .cache import cache_key, slug, task_identity
 from .contextops import (
     ContextBox,
@@ -633,7 +633,7 @@ async def run_root(
     )
     if run.artifact_level != "none":
         _summary(run, result, time.monotonic() - started)
-    WRITER.touch()  # the flow run is about to end: reports wait for that
+    WRITER.touch(END_HOLD_S)  # the flow run is about to end: reports wait for that
     return result
 
 

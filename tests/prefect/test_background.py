@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 
-from prefect_folpipe.compile import background
 from prefect_folpipe.compile.background import BackgroundWriter
 
 pytestmark = pytest.mark.prefect
@@ -57,15 +56,14 @@ def test_flush_times_out_when_a_write_hangs(prefect_harness):
     assert writer.flush(5)
 
 
-def test_writes_wait_while_a_run_is_busy_but_not_when_flushed(prefect_harness, monkeypatch):
-    monkeypatch.setattr(background, "QUIET_S", 0.5)
+def test_writes_wait_while_a_run_is_busy_but_not_when_flushed(prefect_harness):
     writer = BackgroundWriter(workers=1)
     written_at: list[float] = []
 
     async def write(_client: Any) -> None:
         written_at.append(time.monotonic())
 
-    writer.touch()
+    writer.touch(0.5)
     submitted = time.monotonic()
     writer.submit(write, "held write")
     time.sleep(0.2)
@@ -73,7 +71,7 @@ def test_writes_wait_while_a_run_is_busy_but_not_when_flushed(prefect_harness, m
     assert writer.flush(5)  # flushing does not wait for the quiet period
     assert written_at[0] - submitted < 0.45
 
-    writer.touch()
+    writer.touch(0.5)
     submitted = time.monotonic()
     writer.submit(write, "second write")
     deadline = time.monotonic() + 5
