@@ -149,3 +149,49 @@ def test_branch_as_subflow_shows_nested_flow_runs_named_by_path(make_workflow, r
     runs = asyncio.run(_subflow_runs(result.flow_run_id, ["refine"]))
     assert [r.name for r in runs] == ["refine"]
     assert "/" not in runs[0].flow_id.hex
+
+
+def test_a_tag_concurrency_limit_applies_and_unlimited_tags_still_reach_the_runs(
+    make_workflow, run
+):
+    """Task runs whose tags have no Prefect concurrency limit are tagged as they start (no
+    lease request); a tag with a limit keeps Prefect's lease, so the limit holds."""
+    import uuid
+
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate
+
+    solo = f"solo-{uuid.uuid4().hex[:8]}"
+
+    async def limit(create: bool) -> None:
+        async with get_client() as client:
+            if create:
+                await client.create_global_concurrency_limit(
+                    GlobalConcurrencyLimitCreate(name=f"tag:{solo}", limit=1)
+                )
+            else:
+                await client.delete_global_concurrency_limit_by_name(f"tag:{solo}")
+
+    files = {
+        "task.yaml": {"name": "limited"},
+        "replies.yaml": {"latency_s": 1.0},
+        "subtasks/a/instructions.md": "A.",
+        "subtasks/a/task.yaml": {"settings": {"tags": [solo]}},
+        "subtasks/b/instructions.md": "B.",
+        "subtasks/b/task.yaml": {"settings": {"tags": [solo]}},
+    }
+    unlimited = run(make_workflow(files))  # no limit yet: a and b run side by side
+    asyncio.run(limit(True))
+    try:
+        started = time.monotonic()
+        limited = run(make_workflow(files))
+        elapsed = time.monotonic() - started
+    finally:
+        asyncio.run(limit(False))
+    assert limited.status == unlimited.status == "completed"
+    assert elapsed >= 2.0, "the limit of 1 should have run a and b one after the other"
+    assert unlimited.task("a")["duration_s"] < 1.9 and unlimited.task("b")["duration_s"] < 1.9
+    for result in (unlimited, limited):
+        runs = {r.name: r for r in asyncio.run(_task_runs(result.flow_run_id, 2))}
+        for name in ("a", "b"):
+            assert {solo, "folpipe", "workflow:limited"} <= set(runs[name].tags), name
