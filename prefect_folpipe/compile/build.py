@@ -161,9 +161,10 @@ class WorkflowRun:
         Prefect asks the API for a concurrency lease for every tagged task run (one request
         each: +20 ms per task run on SQLite, seconds for 50 parallel ones). When none of the
         task's tags has a concurrency limit, the task run is created untagged and gets its
-        tags as it starts (``tag_task_run``): they are on the run's record from its first
-        state change on, and no lease is asked for a limit that does not exist. A tag with a
-        limit (checked once per run) keeps the normal path, so limits apply.
+        tags as it starts (``tag_task_run``), and no lease is asked for a limit that does not
+        exist. A tag with a limit (checked once per run) keeps the normal path, so limits
+        apply. (Prefect sends the task run with each state change; the API keeps its tags
+        from the final state on.)
         """
         tags = self.task_run_tags(task, *extra)
         if tags and self.limited_tags is not None and not self.limited_tags & set(tags):
