@@ -45,6 +45,7 @@ from .groups import NodeResult, Scope, run_group
 from .options import RunOptions
 from .report import RunResult, RunTracker, reported_tasks
 from .retry import retry_delays, retry_on_of, should_retry
+from .tags import TagPlan, limited_tags, tag_task_run
 
 LOG = logging.getLogger("prefect_folpipe.compile")
 DEFAULT_BRANCH_AS = "task"
@@ -109,10 +110,7 @@ class WorkflowRun:
         self._leaves: dict[tuple[str, str], PrefectTask[..., Any]] = {}
         self._branches: dict[str, Any] = {}
         self._conditions: dict[str, Any] = {}
-        self.limited_tags: frozenset[str] | None = None
-        """Tags with a Prefect concurrency limit (``None``: unknown, so every tag is given at
-        creation and Prefect takes a lease for it)."""
-        self._late_tags: dict[str, list[str]] = {}
+        self.tag_plan = TagPlan()
 
     # -- set-up ---------------------------------------------------------------------------
 
@@ -156,24 +154,13 @@ class WorkflowRun:
         return []
 
     def creation_tags(self, task: Task, *extra: str) -> list[str]:
-        """The tags a task run is created with.
-
-        Prefect asks the API for a concurrency lease for every tagged task run (one request
-        each: +20 ms per task run on SQLite, seconds for 50 parallel ones). When none of the
-        task's tags has a concurrency limit, the task run is created untagged and gets its
-        tags as it starts (``tag_task_run``), and no lease is asked for a limit that does not
-        exist. A tag with a limit (checked once per run) keeps the normal path, so limits
-        apply. (Prefect sends the task run with each state change; the API keeps its tags
-        from the final state on.)
-        """
-        tags = self.task_run_tags(task, *extra)
-        if tags and self.limited_tags is not None and not self.limited_tags & set(tags):
-            self._late_tags[task.path + "|" + ",".join(extra)] = tags
-            return []
-        return tags
+        """The tags a task run is created with (none when no tag has a concurrency limit;
+        ``late_tags`` then go on as it starts: see ``tags``)."""
+        key = task.path + "|" + ",".join(extra)
+        return self.tag_plan.at_creation(key, self.task_run_tags(task, *extra))
 
     def late_tags(self, task: Task, *extra: str) -> list[str]:
-        return self._late_tags.get(task.path + "|" + ",".join(extra), [])
+        return self.tag_plan.late(task.path + "|" + ",".join(extra))
 
     def _provider_of(self, task: Task) -> tuple[str | None, str | None]:
         if self.override is not None:
@@ -537,32 +524,10 @@ async def run_folder_task(
     return await run.execute_leaf(task, phase, unbox(context), label, scope)
 
 
-def tag_task_run(run_context: Any, tags: Sequence[str]) -> None:
-    """Give the running task run its tags (see ``WorkflowRun.creation_tags``): Prefect sends
-    the task run with each state change, and the API records its tags from there."""
-    task_run = getattr(run_context, "task_run", None)
-    if tags and task_run is not None and not set(tags) <= set(task_run.tags):
-        task_run.tags = list(dict.fromkeys([*task_run.tags, *tags]))
-
-
 async def _limited_tags(run: WorkflowRun) -> frozenset[str] | None:
-    """Tags with a concurrency limit on the API (``None`` when that cannot be read)."""
     if not any(run.task_run_tags(task) for task in run.workflow.tasks()):
         return frozenset()
-    from prefect.client.orchestration import get_client
-
-    names: set[str] = set()
-    try:
-        async with get_client() as client:
-            for page in range(20):
-                limits = await client.read_global_concurrency_limits(limit=200, offset=page * 200)
-                names.update(limit.name for limit in limits)
-                if len(limits) < 200:
-                    break
-    except Exception as exc:
-        LOG.debug("concurrency limits not read (task runs tagged at creation): %s", exc)
-        return None
-    return frozenset(name.removeprefix("tag:") for name in names if name.startswith("tag:"))
+    return await limited_tags()
 
 
 def _run_logger() -> logging.Logger | logging.LoggerAdapter[Any]:
@@ -664,7 +629,7 @@ async def run_root(
     options = options or RunOptions()
     WRITER.touch()
     run = WorkflowRun(workflow, options)
-    flow_run_id, run.limited_tags = await asyncio.gather(
+    flow_run_id, run.tag_plan.limited = await asyncio.gather(
         _tag_flow_run(run.tags_for()), _limited_tags(run)
     )
     target = workflow.find(options.only) if options.only else workflow.root
