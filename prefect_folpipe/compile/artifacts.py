@@ -117,6 +117,19 @@ def submit_task_artifact(
     key: str, render: Callable[[], str], description: str, task_run_id: Any
 ) -> None:
     """Queue a task's markdown artifact; ``render()`` runs on the background writer."""
+    _submit(key, "markdown", description, render, task_run_id)
+
+
+def submit_summary(key: str, rows: Sequence[Mapping[str, Any]], description: str) -> None:
+    """Queue the run's summary table artifact."""
+    table = json.dumps(summary_rows(rows), default=str)  # Prefect stores tables as JSON text
+    _submit(key, "table", description, lambda: table)
+
+
+def _submit(
+    key: str, kind: str, description: str, data: Callable[[], str], task_run_id: Any = None
+) -> None:
+    """Queue one artifact of the current flow run for the background writer."""
     flow_run_id = _flow_run_id()
 
     async def write(client: Any) -> None:
@@ -124,27 +137,11 @@ def submit_task_artifact(
 
         artifact = ArtifactCreate(
             key=key,
-            type="markdown",
+            type=kind,
             description=description,
-            data=render(),
+            data=data(),
             task_run_id=task_run_id,
             flow_run_id=flow_run_id,
-        )
-        await client.create_artifact(artifact=artifact)
-
-    WRITER.submit(write, f"artifact {key}")
-
-
-def submit_summary(key: str, rows: Sequence[Mapping[str, Any]], description: str) -> None:
-    """Queue the run's summary table artifact."""
-    flow_run_id = _flow_run_id()
-    table = json.dumps(summary_rows(rows), default=str)  # Prefect stores tables as JSON text
-
-    async def write(client: Any) -> None:
-        from prefect.client.schemas.actions import ArtifactCreate
-
-        artifact = ArtifactCreate(
-            key=key, type="table", description=description, data=table, flow_run_id=flow_run_id
         )
         await client.create_artifact(artifact=artifact)
 

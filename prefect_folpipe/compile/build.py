@@ -156,11 +156,10 @@ class WorkflowRun:
     def creation_tags(self, task: Task, *extra: str) -> list[str]:
         """The tags a task run is created with (none when no tag has a concurrency limit;
         ``late_tags`` then go on as it starts: see ``tags``)."""
-        key = task.path + "|" + ",".join(extra)
-        return self.tag_plan.at_creation(key, self.task_run_tags(task, *extra))
+        return self.tag_plan.at_creation(_tag_key(task, extra), self.task_run_tags(task, *extra))
 
     def late_tags(self, task: Task, *extra: str) -> list[str]:
-        return self.tag_plan.late(task.path + "|" + ",".join(extra))
+        return self.tag_plan.late(_tag_key(task, extra))
 
     def _provider_of(self, task: Task) -> tuple[str | None, str | None]:
         if self.override is not None:
@@ -522,6 +521,11 @@ async def run_folder_task(
 ) -> dict:
     """The function of a leaf's Prefect task (bound to its run, task and phase)."""
     return await run.execute_leaf(task, phase, unbox(context), label, scope)
+
+
+def _tag_key(task: Task, extra: Sequence[str]) -> str:
+    """Which of a task's Prefect tasks (its passes, or its branch run with ``extra``)."""
+    return task.path + "|" + ",".join(extra)
 
 
 async def _limited_tags(run: WorkflowRun) -> frozenset[str] | None:

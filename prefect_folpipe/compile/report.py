@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ..render import child_entries
 from ..spec.tree import Task
 
 Status = Literal["pending", "running", "completed", "cached", "skipped", "failed"]
@@ -72,11 +73,8 @@ def reported_tasks(task: Task, enabled: bool = True) -> Iterator[tuple[Task, boo
     """``(task, enabled)`` for the task and every descendant, disabled subtrees included:
     enabled children in run order, then disabled ones (as ``folpipe tree`` lists them)."""
     yield task, enabled
-    off = sorted(task.disabled_children, key=lambda child: (child.priority, child.folder.name))
-    for child in task.children:
-        yield from reported_tasks(child, enabled)
-    for child in off:
-        yield from reported_tasks(child, False)
+    for entry in child_entries(task, enabled=enabled):
+        yield from reported_tasks(entry.task, entry.enabled)
 
 
 class RunTracker:
