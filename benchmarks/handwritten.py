@@ -46,10 +46,7 @@ async def sequential_chain(count: int = 200) -> list[str]:
 @flow
 async def sequential_chain_checkpointed(count: int = 200, storage: str = "") -> list[str]:
     """The same chain with persisted, content-keyed results (what folpipe checkpoints cost)."""
-    checkpointed = model_call.with_options(
-        result_storage=Path(storage),
-        cache_key_fn=lambda _ctx, params: f"{params['name']}-{uuid.uuid4().hex}",
-    )
+    checkpointed = _checkpointed(model_call, storage)
     results = []
     for i in range(count):
         results.append(await checkpointed(f"step_{i}", 0.0))

@@ -53,31 +53,43 @@ def _run_folpipe(path: Path, **options: Any) -> tuple[float, Any]:
     return seconds, result
 
 
-def _run_hand(flow_call: Callable[[], Awaitable[Any]]) -> float:
-    seconds, _ = _timed(lambda: asyncio.run(flow_call()))
-    return seconds
-
-
-def bench_parallel_leaves(scratch: Path) -> dict[str, Any]:
-    wf = workflows.parallel_leaves(scratch / "parallel")
+def _folpipe_variants(wf: Path) -> tuple[Any, dict[str, float]]:
+    """folpipe with its defaults, with summary artifacts only, and with untagged task runs
+    (the defaults' result first, for its status and artifact tail)."""
     _settle()
     folpipe_s, result = _run_folpipe(wf, fresh=True)
     _settle()
     lean_s, _ = _run_folpipe(wf, fresh=True, artifacts="summary")
     _settle()
     untagged_s, _ = _run_folpipe(wf, fresh=True, task_tags=False)
-    _settle()
-    hand_s = _run_hand(lambda: handwritten.parallel_leaves(50, 1.0))
-    _settle()
-    storage = str(scratch / "hand" / ".folpipe" / "results")  # as deep as folpipe's
-    same_s = _run_hand(lambda: handwritten.parallel_leaves_same_work(50, 1.0, storage))
-    return {
-        "name": "(1) 50 parallel leaves, 1 s latency",
-        "ideal_s": 1.0,
+    return result, {
         "folpipe_s": folpipe_s,
         "folpipe_summary_artifacts_s": lean_s,
         "folpipe_artifacts_written_after_s": result.artifacts_s,
         "folpipe_untagged_task_runs_s": untagged_s,
+    }
+
+
+def _hand_storage(scratch: Path) -> str:
+    return str(scratch / "hand" / ".folpipe" / "results")  # as deep as folpipe's
+
+
+def _run_hand(flow_call: Callable[[], Awaitable[Any]]) -> float:
+    seconds, _ = _timed(lambda: asyncio.run(flow_call()))
+    return seconds
+
+
+def bench_parallel_leaves(scratch: Path) -> dict[str, Any]:
+    result, folpipe = _folpipe_variants(workflows.parallel_leaves(scratch / "parallel"))
+    _settle()
+    hand_s = _run_hand(lambda: handwritten.parallel_leaves(50, 1.0))
+    _settle()
+    storage = _hand_storage(scratch)
+    same_s = _run_hand(lambda: handwritten.parallel_leaves_same_work(50, 1.0, storage))
+    return {
+        "name": "(1) 50 parallel leaves, 1 s latency",
+        "ideal_s": 1.0,
+        **folpipe,
         "hand_s": hand_s,
         "hand_same_work_s": same_s,
         "ok": result.status == "completed",
@@ -109,16 +121,11 @@ def bench_parallel_branches(scratch: Path) -> dict[str, Any]:
 
 def bench_chain(scratch: Path) -> dict[str, Any]:
     wf = workflows.sequential_chain(scratch / "chain")
-    _settle()
-    folpipe_s, result = _run_folpipe(wf, fresh=True)
-    _settle()
-    lean_s, _ = _run_folpipe(wf, fresh=True, artifacts="summary")
-    _settle()
-    untagged_s, _ = _run_folpipe(wf, fresh=True, task_tags=False)
+    result, folpipe = _folpipe_variants(wf)
     _settle()
     hand_s = _run_hand(lambda: handwritten.sequential_chain(200))
     _settle()
-    storage = str(scratch / "hand" / ".folpipe" / "results")  # as deep as folpipe's
+    storage = _hand_storage(scratch)
     hand_ckpt_s = _run_hand(lambda: handwritten.sequential_chain_checkpointed(200, storage))
     _settle()
     same_s = _run_hand(lambda: handwritten.sequential_chain_same_work(200, storage))
@@ -127,11 +134,8 @@ def bench_chain(scratch: Path) -> dict[str, Any]:
     return {
         "name": "(3) 200-task sequential chain, 0 latency",
         "ideal_s": 0.0,
-        "folpipe_s": folpipe_s,
-        "folpipe_summary_artifacts_s": lean_s,
-        "folpipe_artifacts_written_after_s": result.artifacts_s,
+        **folpipe,
         "folpipe_all_cached_s": cached_s,
-        "folpipe_untagged_task_runs_s": untagged_s,
         "hand_s": hand_s,
         "hand_checkpointed_s": hand_ckpt_s,
         "hand_same_work_s": same_s,
