@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .spec.tree import Task, ToolSpec, Workflow
+from .workflow.tree import Task, ToolSpec, Workflow
 
 ROOT_LABEL = "root"
 

@@ -44,7 +44,7 @@ def test_importing_the_package_does_not_import_prefect() -> None:
     import sys
 
     code = (
-        "import sys, prefect_folpipe, prefect_folpipe.errors, prefect_folpipe.spec; "
+        "import sys, prefect_folpipe, prefect_folpipe.errors, prefect_folpipe.workflow; "
         "print('prefect' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -22,7 +22,7 @@ from typing import Any
 from ..errors import BudgetExceeded, ConfigError
 from ..providers.base import Usage
 from ..providers.pricing import PriceTable
-from ..spec.tree import Task, Workflow
+from ..workflow.tree import Task, Workflow
 
 UNPRICED_OK = frozenset({"scripted", "replay"})
 

@@ -30,7 +30,7 @@ from ..providers.base import (
     UserMessage,
     message_to_dict,
 )
-from ..spec.tree import Task
+from ..workflow.tree import Task
 from .output import check_output, output_schema, repair_prompt
 
 LOG = logging.getLogger("prefect_folpipe.agent")

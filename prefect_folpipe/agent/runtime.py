@@ -22,7 +22,7 @@ from typing import Any, Literal
 from ..errors import ConfigError, MissingInputError
 from ..providers.base import Provider
 from ..providers.registry import NO_PROVIDER_MESSAGE, provider_name
-from ..spec.tree import Task, Workflow
+from ..workflow.tree import Task, Workflow
 from .loop import AgentPass, CallLedger, Conversation, converse
 from .result import TaskOutcome
 

@@ -13,7 +13,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from ..spec.tree import Workflow
+from ..workflow.tree import Workflow
 
 STYLES = {
     "pending": "dim",

@@ -17,7 +17,7 @@ from pathlib import Path
 import click
 from rich.text import Text
 
-from ..spec import task_yaml_json_schema
+from ..workflow import task_yaml_json_schema
 from ._render import EXIT_USAGE, dump_json, get_console
 
 WORKFLOW_TEMPLATES = ("minimal", "pipeline", "loop")

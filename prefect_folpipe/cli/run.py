@@ -18,7 +18,7 @@ import yaml
 from rich.table import Table
 
 from ..errors import ConfigError, FolpipeError
-from ..spec.tree import Workflow
+from ..workflow.tree import Workflow
 from ._render import (
     EXIT_FAILED,
     EXIT_OK,

@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 
 from ..errors import ConfigError
-from ..spec.tree import Task, Workflow
+from ..workflow.tree import Task, Workflow
 from ._render import handle_errors
 from .run import execute, load, parse_context, run_options
 

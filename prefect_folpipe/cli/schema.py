@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ..spec import task_yaml_json_schema
+from ..workflow import task_yaml_json_schema
 from ._render import dump_json
 
 

@@ -25,7 +25,7 @@ from ..render import (
     tool_origin,
     workflow_to_dict,
 )
-from ..spec.tree import EffectiveSettings, Task, Workflow
+from ..workflow.tree import EffectiveSettings, Task, Workflow
 from ._render import EXIT_FAILED, get_console, handle_errors, print_diagnostics, print_json
 
 _DEFAULT_SETTINGS = EffectiveSettings().as_dict()

@@ -13,7 +13,7 @@ from prefect.utilities.asyncutils import run_coro_as_sync
 
 from ..deploy.signature import merge_inputs, with_input_signature
 from ..errors import ConfigError, WorkflowFailed
-from ..spec.tree import Workflow
+from ..workflow.tree import Workflow
 from .build import flow_name, preflight, run_root
 from .contextops import describe_error
 from .options import RunOptions

@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ..spec.tree import Task
+from ..workflow.tree import Task
 from .background import WRITER
 from .cache import slug
 

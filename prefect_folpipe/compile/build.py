@@ -25,7 +25,7 @@ from prefect.context import FlowRunContext, TaskRunContext
 from prefect.logging import get_run_logger
 
 from ..errors import ConfigError, FolpipeError, ProviderError
-from ..spec.tree import Task, Workflow
+from ..workflow.tree import Task, Workflow
 from . import artifacts
 from .background import END_HOLD_S, WRITER
 from .cache import cache_key, slug, task_identity

@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ..spec.tree import Task
+from ..workflow.tree import Task
 from .contextops import cache_input, canonical_json
 
 CACHE_VERSION = "folpipe-cache-1"

@@ -12,7 +12,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..spec.tree import Task, Workflow
+from ..workflow.tree import Task, Workflow
 
 ERRORS_KEY = "_errors"
 ENV_KEY = "_env"

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from itertools import groupby
 from typing import Any, Literal, Protocol
 
-from ..spec.tree import Task
+from ..workflow.tree import Task
 from .contextops import ERRORS_KEY, child_context, describe_error, error_entry, merge_delta
 from .failures import (
     DependencyError,

@@ -20,7 +20,7 @@ from typing import Any
 
 from ..errors import ConfigError, ProviderError
 from ..providers.ratelimit import RateLimiter, limiter_for
-from ..spec.tree import Task, Workflow
+from ..workflow.tree import Task, Workflow
 
 CallGuard = Callable[[Task], AbstractAsyncContextManager[None]]
 ModelKey = tuple[str, str]

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..render import child_entries
-from ..spec.tree import Task
+from ..workflow.tree import Task
 
 Status = Literal["pending", "running", "completed", "cached", "skipped", "failed"]
 Listener = Callable[[str, "TaskRecord"], None]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..errors import is_retryable
-from ..spec.tree import EffectiveSettings, Task
+from ..workflow.tree import EffectiveSettings, Task
 
 
 def retry_on_of(task: Task) -> tuple[str, ...] | None:

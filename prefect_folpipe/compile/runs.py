@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..spec.tree import Workflow
+from ..workflow.tree import Workflow
 from .options import RunOptions
 from .report import RunResult
 

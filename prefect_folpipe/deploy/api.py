@@ -21,8 +21,8 @@ from uuid import UUID
 from prefect.runner.storage import LocalStorage
 
 from ..errors import ConfigError
-from ..spec.config import Schedule
-from ..spec.tree import Workflow
+from ..workflow.config import Schedule
+from ..workflow.tree import Workflow
 from .options import DeployRequest, resolve_pool
 from .project import (
     ENTRYPOINT,

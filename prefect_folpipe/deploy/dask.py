@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from ..spec.tree import EffectiveSettings, Task, Workflow
+from ..workflow.tree import EffectiveSettings, Task, Workflow
 
 DEFAULT_LOCAL_WORKERS = 4
 

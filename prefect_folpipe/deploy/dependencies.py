@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from ..errors import ConfigError
-from ..spec.tree import Workflow
+from ..workflow.tree import Workflow
 
 
 def _normalised(requirement: str) -> str:

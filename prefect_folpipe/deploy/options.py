@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from ..spec.config import Schedule
-from ..spec.tree import Workflow
+from ..workflow.config import Schedule
+from ..workflow.tree import Workflow
 from ..validate.deploy_rules import GENERIC_FLOW_PARAMETERS, schedule_problems
 from .signature import input_names
 

@@ -17,8 +17,8 @@ from typing import Any
 import yaml
 
 from ..errors import ConfigError
-from ..spec.config import Schedule
-from ..spec.tree import Workflow
+from ..workflow.config import Schedule
+from ..workflow.tree import Workflow
 from .dependencies import collect_dependencies
 
 FLOW_FILE = "flow.py"

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..spec.config import Schedule
-from ..spec.tree import Workflow
+from ..workflow.config import Schedule
+from ..workflow.tree import Workflow
 from .api import prefect_schedules
 from .project import ENTRYPOINT, ensure_flow_file, slug, workflow_tags
 

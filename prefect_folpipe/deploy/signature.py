@@ -14,7 +14,7 @@ import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..spec.config import TaskConfig
+from ..workflow.config import TaskConfig
 
 CONTEXT_PARAMETER = inspect.Parameter(
     "context",

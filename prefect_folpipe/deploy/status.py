@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID
 
-from ..spec.tree import Workflow
+from ..workflow.tree import Workflow
 from .project import GENERIC_FLOW_NAME
 
 PAGE = 200

@@ -1,4 +1,4 @@
-"""Workflow folder -> :class:`~prefect_folpipe.spec.Workflow` (no Prefect here).
+"""Workflow folder -> :class:`~prefect_folpipe.workflow.Workflow` (no Prefect here).
 
 ``load_workflow(path)`` walks the folder (spec §2.5, §2.7), parses every task.yaml with line
 numbers, applies the config cascade (§5.0), resolves providers (§6.4), expands instruction
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..errors import Diagnostic, Severity, WorkflowValidationError
-from ..spec.tree import Task, ToolSpec, Workflow
+from ..workflow.tree import Task, ToolSpec, Workflow
 from . import _tools
 from ._cascade import Cascade, ProviderTable, check_task_provider
 from ._discover import Discovery, RawTask

@@ -15,8 +15,8 @@ from functools import cache
 from typing import Any
 
 from ..errors import Diagnostic
-from ..spec.config import ProviderConfig, TaskConfig
-from ..spec.tree import EffectiveSettings, ResolvedProvider
+from ..workflow.config import ProviderConfig, TaskConfig
+from ..workflow.tree import EffectiveSettings, ResolvedProvider
 from ._config import suggest
 from ._yaml import SourceMap
 

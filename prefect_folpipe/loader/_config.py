@@ -10,7 +10,7 @@ from typing import Any, Union, get_args, get_origin
 from pydantic import BaseModel, ValidationError
 
 from ..errors import Diagnostic
-from ..spec.config import OUTPUT_TYPES, TaskConfig
+from ..workflow.config import OUTPUT_TYPES, TaskConfig
 from ._yaml import Loc, SourceMap
 
 _TYPE_SYNONYMS = {

@@ -21,8 +21,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..errors import Diagnostic, Severity
-from ..spec.config import TaskConfig
-from ..spec.tree import DEFAULT_PRIORITY
+from ..workflow.config import TaskConfig
+from ..workflow.tree import DEFAULT_PRIORITY
 from ._config import parse_config, suggest
 from ._yaml import SourceMap, YamlProblem, parse_yaml
 

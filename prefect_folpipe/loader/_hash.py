@@ -15,7 +15,7 @@ import os
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
-from ..spec.tree import ResolvedProvider, ToolSpec
+from ..workflow.tree import ResolvedProvider, ToolSpec
 
 OWN_FILES = ("task.yaml", "instructions.md", "SKILL.md", "tools.md")
 OWN_DIRS = ("tools", "hooks")

@@ -8,8 +8,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..errors import Diagnostic
-from ..spec.config import TaskConfig
-from ..spec.tree import ToolSpec
+from ..workflow.config import TaskConfig
+from ..workflow.tree import ToolSpec
 from ._yaml import SourceMap
 
 Lineage = Sequence[tuple[str, TaskConfig, tuple[ToolSpec, ...]]]

@@ -17,7 +17,7 @@ from types import ModuleType
 from typing import Any, ClassVar, Self
 
 from ..errors import ConfigError, ProviderError, ProviderErrorKind
-from ..spec.config import ProviderConfig
+from ..workflow.config import ProviderConfig
 from .base import (
     AssistantMessage,
     Message,

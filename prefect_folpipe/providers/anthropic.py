@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 from typing import Any, ClassVar
 
-from ..spec.config import ProviderConfig
-from ..spec.tree import Task
+from ..workflow.config import ProviderConfig
+from ..workflow.tree import Task
 from ._sdk import (
     DEFAULT_MAX_TOKENS,
     SdkProvider,

@@ -16,8 +16,8 @@ from typing import Any, ClassVar
 import httpx
 
 from ..errors import ConfigError
-from ..spec.config import ProviderConfig
-from ..spec.tree import Task
+from ..workflow.config import ProviderConfig
+from ..workflow.tree import Task
 from ._sdk import (
     INVALID_ARGUMENTS_KEY,
     SdkProvider,

@@ -5,7 +5,7 @@ instance per distinct block for a whole run, so stateful providers (the scripted
 client's connection pool) are shared by every task and every retry.
 
 How a provider class is built: if it has a ``from_config(config, env)`` classmethod, that is
-called with the block (``spec.config.ProviderConfig``) and a ``ProviderEnv``; otherwise the
+called with the block (``workflow.config.ProviderConfig``) and a ``ProviderEnv``; otherwise the
 class is called with the block's settings as keyword arguments (extra keys included).
 """
 
@@ -26,8 +26,8 @@ from types import ModuleType
 from typing import Any
 
 from ..errors import ConfigError
-from ..spec.config import ProviderConfig
-from ..spec.tree import ResolvedProvider, Task, Workflow
+from ..workflow.config import ProviderConfig
+from ..workflow.tree import ResolvedProvider, Task, Workflow
 from .base import ModelRequest, ModelResponse, Provider
 
 ENTRY_POINT_GROUP = "prefect_folpipe.providers"

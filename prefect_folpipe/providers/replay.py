@@ -27,8 +27,8 @@ from typing import Any, ClassVar
 import yaml
 
 from ..errors import ConfigError, ProviderError
-from ..spec.config import ProviderConfig
-from ..spec.tree import Task
+from ..workflow.config import ProviderConfig
+from ..workflow.tree import Task
 from ._sdk import provider_error
 from .base import (
     ModelRequest,

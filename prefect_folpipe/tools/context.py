@@ -13,7 +13,7 @@ from .sandbox import resolve_path
 if TYPE_CHECKING:
     import httpx
 
-    from ..spec.tree import EffectiveSettings, Task, Workflow
+    from ..workflow.tree import EffectiveSettings, Task, Workflow
 
 _MISSING = object()
 HTTP_TIMEOUT = 30.0

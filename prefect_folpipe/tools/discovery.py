@@ -20,7 +20,7 @@ from typing import Any
 import yaml
 
 from ..errors import Diagnostic, Severity
-from ..spec.tree import ToolSpec
+from ..workflow.tree import ToolSpec
 from . import markdown
 from .decorator import describe_function, tool_meta
 from .loading import (

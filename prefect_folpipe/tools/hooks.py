@@ -39,7 +39,7 @@ from .redact import redact_secrets
 from .shell import run_script, sandbox_env
 
 if TYPE_CHECKING:
-    from ..spec.tree import Task, Workflow
+    from ..workflow.tree import Task, Workflow
 
 STAGES = ("pre_run", "post_run")
 SUFFIXES = (".py", ".sh")

@@ -45,7 +45,7 @@ from typing import Any
 import httpx
 
 from ..errors import SandboxViolation
-from ..spec.tree import ToolSpec
+from ..workflow.tree import ToolSpec
 from ._meta import ENV_REFERENCE, allow_list, meta_names
 from .context import ToolContext
 from .runtime import CodedToolError, register_runner

@@ -28,8 +28,8 @@ import dataclasses
 from collections.abc import Iterable, Sequence
 
 from ..errors import Diagnostic, Severity
-from ..spec.config import TaskConfig
-from ..spec.tree import ToolSpec
+from ..workflow.config import TaskConfig
+from ..workflow.tree import ToolSpec
 from .discovery import did_you_mean
 
 SHARED_OWNER = "<shared>"

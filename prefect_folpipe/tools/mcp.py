@@ -31,8 +31,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..spec.config import McpServer
-from ..spec.tree import ToolSpec
+from ..workflow.config import McpServer
+from ..workflow.tree import ToolSpec
 from ._meta import ENV_REFERENCE
 from .context import ToolContext
 from .runtime import CodedToolError, register_runner

@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..errors import ToolError
-from ..spec.tree import ToolSpec
+from ..workflow.tree import ToolSpec
 from .context import ToolContext
 from .loading import load_code_block, load_tools_module
 from .schema import FunctionSchema, function_schema

@@ -35,7 +35,7 @@ from jsonschema.exceptions import SchemaError
 
 from ..errors import SandboxViolation, ToolError, is_retryable
 from ..providers.base import ToolCall, ToolDefinition, ToolResult
-from ..spec.tree import ToolSpec
+from ..workflow.tree import ToolSpec
 from .context import ToolContext
 from .discovery import did_you_mean
 from .python import ToolArgumentError, run_python
@@ -43,7 +43,7 @@ from .redact import redact
 from .shell import ShellToolFailed, run_script, sandbox_env
 
 if TYPE_CHECKING:
-    from ..spec.tree import Task, Workflow
+    from ..workflow.tree import Task, Workflow
 
 Runner = Callable[[ToolSpec, Mapping[str, Any], ToolContext], Awaitable[Any]]
 

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from ..errors import Diagnostic, Severity
 from ..loader import LoadResult
 from ..loader._yaml import Loc
-from ..spec.tree import Task
+from ..workflow.tree import Task
 
 
 def at(

@@ -8,7 +8,7 @@ from typing import Any
 from ..errors import Diagnostic
 from ..expressions import ExpressionError, compile_condition
 from ..loader import LoadResult
-from ..spec.tree import Task
+from ..workflow.tree import Task
 from ._common import at
 
 

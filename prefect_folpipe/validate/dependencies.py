@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from ..errors import Diagnostic, Severity
 from ..loader import LoadResult
 from ..loader._config import suggest
-from ..spec.tree import Task
+from ..workflow.tree import Task
 from ._common import at, siblings
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..errors import Diagnostic, Severity
-from ..spec.config import DeployConfig, Schedule, TaskConfig
+from ..workflow.config import DeployConfig, Schedule, TaskConfig
 
 if TYPE_CHECKING:
     from ..loader import LoadResult

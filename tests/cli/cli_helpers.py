@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from prefect_folpipe.spec import (
+from prefect_folpipe.workflow import (
     EffectiveSettings,
     ProviderConfig,
     ResolvedProvider,

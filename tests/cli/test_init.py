@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from prefect_folpipe.cli import cli
 from prefect_folpipe.cli.init import SCHEMA_FILE, WORKFLOW_TEMPLATES, scaffold, template_files
 from prefect_folpipe.expressions import compile_condition
-from prefect_folpipe.spec import TaskConfig
+from prefect_folpipe.workflow import TaskConfig
 
 from .cli_helpers import loader_ready
 

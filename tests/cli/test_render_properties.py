@@ -14,7 +14,7 @@ from prefect_folpipe.render import (
     to_text_graph,
     workflow_to_dict,
 )
-from prefect_folpipe.spec import Task, Workflow
+from prefect_folpipe.workflow import Task, Workflow
 
 from .cli_helpers import make_task, make_tool, make_workflow
 

@@ -8,8 +8,8 @@ from rich.console import Console
 
 from prefect_folpipe.cli._progress import ProgressView
 from prefect_folpipe.compile.report import RunTracker
-from prefect_folpipe.spec.config import TaskConfig
-from prefect_folpipe.spec.tree import EffectiveSettings, Task, Workflow
+from prefect_folpipe.workflow.config import TaskConfig
+from prefect_folpipe.workflow.tree import EffectiveSettings, Task, Workflow
 
 
 def _workflow() -> Workflow:

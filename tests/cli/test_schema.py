@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from prefect_folpipe.cli import cli
 from prefect_folpipe.cli.init import WORKFLOW_TEMPLATES, scaffold
-from prefect_folpipe.spec import task_yaml_json_schema
+from prefect_folpipe.workflow import task_yaml_json_schema
 
 jsonschema = pytest.importorskip("jsonschema")
 

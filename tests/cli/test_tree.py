@@ -12,7 +12,7 @@ from prefect_folpipe.render import (
     tool_origin,
     workflow_to_dict,
 )
-from prefect_folpipe.spec import EffectiveSettings
+from prefect_folpipe.workflow import EffectiveSettings
 
 from .cli_helpers import cv_pipeline, graph_workflow, make_task, make_tool, make_workflow
 

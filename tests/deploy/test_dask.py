@@ -11,7 +11,7 @@ from uuid import UUID
 import pytest
 
 from prefect_folpipe.deploy.dask import local_cluster_kwargs
-from prefect_folpipe.spec.tree import EffectiveSettings
+from prefect_folpipe.workflow.tree import EffectiveSettings
 
 from .server import PrefectServer
 from .test_server_e2e import ok, task_run_states

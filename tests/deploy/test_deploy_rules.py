@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from prefect_folpipe.errors import Severity
-from prefect_folpipe.spec.config import Schedule, TaskConfig
+from prefect_folpipe.workflow.config import Schedule, TaskConfig
 from prefect_folpipe.validate.deploy_rules import (
     config_diagnostics,
     cron_problem,

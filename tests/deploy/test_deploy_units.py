@@ -26,8 +26,8 @@ from prefect_folpipe.deploy.project import (
 )
 from prefect_folpipe.deploy.signature import merge_inputs, parameter_signature
 from prefect_folpipe.errors import ConfigError
-from prefect_folpipe.spec.config import Schedule, TaskConfig
-from prefect_folpipe.spec.tree import EffectiveSettings, Task, Workflow
+from prefect_folpipe.workflow.config import Schedule, TaskConfig
+from prefect_folpipe.workflow.tree import EffectiveSettings, Task, Workflow
 
 
 def _task(name: str, path: str, folder: Path, data: dict[str, Any], *children: Task) -> Task:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from prefect_folpipe.spec.config import Schedule
+from prefect_folpipe.workflow.config import Schedule
 from prefect_folpipe.validate.deploy_rules import schedule_problems
 
 DEPLOYMENTS = Path(__file__).parent.parent.parent / "deployments"

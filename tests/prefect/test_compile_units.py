@@ -15,8 +15,8 @@ from prefect_folpipe.compile.failures import DependencyError
 from prefect_folpipe.compile.groups import NodeResult, Scope, run_group
 from prefect_folpipe.compile.retry import retry_delays, should_retry
 from prefect_folpipe.errors import OutputValidationError, ProviderError
-from prefect_folpipe.spec.config import TaskConfig
-from prefect_folpipe.spec.tree import EffectiveSettings, Task, Workflow
+from prefect_folpipe.workflow.config import TaskConfig
+from prefect_folpipe.workflow.tree import EffectiveSettings, Task, Workflow
 
 
 def _task(name: str, path: str | None = None, children: Sequence[Task] = (), **config: Any) -> Task:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from pytest_httpserver import HTTPServer
 
-from prefect_folpipe.spec.config import ProviderConfig
+from prefect_folpipe.workflow.config import ProviderConfig
 
 from .wire import AnthropicWire, OllamaWire, OpenAIWire, WireServer
 

@@ -17,8 +17,8 @@ from prefect_folpipe.providers.base import (
     ToolResultsMessage,
     UserMessage,
 )
-from prefect_folpipe.spec.config import ProviderConfig, TaskConfig
-from prefect_folpipe.spec.tree import EffectiveSettings, ResolvedProvider, Task, ToolSpec
+from prefect_folpipe.workflow.config import ProviderConfig, TaskConfig
+from prefect_folpipe.workflow.tree import EffectiveSettings, ResolvedProvider, Task, ToolSpec
 
 from .conftest import API_KEY, KEY_ENV, make_provider, make_wire
 from .wire import Failure, Reply

@@ -20,7 +20,7 @@ from prefect_folpipe.providers.base import (
     UserMessage,
 )
 from prefect_folpipe.providers.registry import resolve_provider_class
-from prefect_folpipe.spec.config import ProviderConfig
+from prefect_folpipe.workflow.config import ProviderConfig
 
 pytestmark = pytest.mark.live
 

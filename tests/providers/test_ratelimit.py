@@ -14,8 +14,8 @@ import pytest
 from prefect_folpipe.compile.ratelimit import collect_limits, make_call_guard
 from prefect_folpipe.errors import ConfigError, ProviderError
 from prefect_folpipe.providers.ratelimit import RateLimiter, limiter_for
-from prefect_folpipe.spec.config import ProviderConfig, TaskConfig
-from prefect_folpipe.spec.tree import EffectiveSettings, ResolvedProvider, Task, Workflow
+from prefect_folpipe.workflow.config import ProviderConfig, TaskConfig
+from prefect_folpipe.workflow.tree import EffectiveSettings, ResolvedProvider, Task, Workflow
 
 
 class Meter:

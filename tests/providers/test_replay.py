@@ -19,8 +19,8 @@ from prefect_folpipe.providers.base import (
 )
 from prefect_folpipe.providers.registry import ProviderEnv, ProviderPool
 from prefect_folpipe.providers.replay import CassetteRecorder, ReplayProvider
-from prefect_folpipe.spec.config import ProviderConfig, TaskConfig
-from prefect_folpipe.spec.tree import EffectiveSettings, ResolvedProvider, Task, Workflow
+from prefect_folpipe.workflow.config import ProviderConfig, TaskConfig
+from prefect_folpipe.workflow.tree import EffectiveSettings, ResolvedProvider, Task, Workflow
 
 from .conftest import API_KEY, KEY_ENV, make_provider, make_wire
 from .wire import Failure, Reply

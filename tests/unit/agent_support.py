@@ -6,8 +6,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from prefect_folpipe.spec.config import ProviderConfig, TaskConfig
-from prefect_folpipe.spec.tree import EffectiveSettings, ResolvedProvider, Task, Workflow
+from prefect_folpipe.workflow.config import ProviderConfig, TaskConfig
+from prefect_folpipe.workflow.tree import EffectiveSettings, ResolvedProvider, Task, Workflow
 
 
 def make_task(

@@ -12,8 +12,8 @@ from prefect_folpipe.agent.budget import BudgetLedger, ancestor_paths
 from prefect_folpipe.errors import BudgetExceeded, ConfigError
 from prefect_folpipe.providers.base import Usage
 from prefect_folpipe.providers.pricing import DEFAULT_PRICES, Price, PriceTable
-from prefect_folpipe.spec.config import ProviderConfig, Settings, TaskConfig
-from prefect_folpipe.spec.tree import EffectiveSettings, ResolvedProvider, Task, Workflow
+from prefect_folpipe.workflow.config import ProviderConfig, Settings, TaskConfig
+from prefect_folpipe.workflow.tree import EffectiveSettings, ResolvedProvider, Task, Workflow
 
 SONNET = ResolvedProvider(
     "claude", "anthropic", ProviderConfig(type="anthropic", model="claude-sonnet-4-5-20250929")

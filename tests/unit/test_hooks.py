@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from prefect_folpipe.errors import HookError, Severity
-from prefect_folpipe.spec.config import TaskConfig
-from prefect_folpipe.spec.tree import EffectiveSettings, Task, Workflow
+from prefect_folpipe.workflow.config import TaskConfig
+from prefect_folpipe.workflow.tree import EffectiveSettings, Task, Workflow
 from prefect_folpipe.tools.hooks import check_hooks, discover_hooks, run_hook
 
 

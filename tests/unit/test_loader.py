@@ -9,7 +9,7 @@ import pytest
 
 from prefect_folpipe.errors import WorkflowValidationError
 from prefect_folpipe.loader import load, load_workflow
-from prefect_folpipe.spec.tree import Workflow
+from prefect_folpipe.workflow.tree import Workflow
 
 WORKFLOWS = Path(__file__).parent.parent / "fixtures" / "workflows"
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from prefect_folpipe.providers.base import ToolCall
-from prefect_folpipe.spec.config import McpServer, TaskConfig
-from prefect_folpipe.spec.tree import EffectiveSettings, Task, Workflow
+from prefect_folpipe.workflow.config import McpServer, TaskConfig
+from prefect_folpipe.workflow.tree import EffectiveSettings, Task, Workflow
 from prefect_folpipe.tools.discovery import parse_tools_md
 from prefect_folpipe.tools.mcp import prepare_toolbox
 from prefect_folpipe.tools.runtime import Toolbox

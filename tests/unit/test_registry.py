@@ -21,8 +21,8 @@ from prefect_folpipe.providers.registry import (
     resolve_provider_class,
 )
 from prefect_folpipe.providers.scripted import ScriptedProvider
-from prefect_folpipe.spec.config import ProviderConfig
-from prefect_folpipe.spec.tree import ResolvedProvider
+from prefect_folpipe.workflow.config import ProviderConfig
+from prefect_folpipe.workflow.tree import ResolvedProvider
 
 CUSTOM_MODULE = """
 from prefect_folpipe.providers.base import ModelResponse

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from prefect_folpipe.errors import Severity
-from prefect_folpipe.spec.config import TaskConfig
-from prefect_folpipe.spec.tree import ToolSpec
+from prefect_folpipe.workflow.config import TaskConfig
+from prefect_folpipe.workflow.tree import ToolSpec
 from prefect_folpipe.tools.inheritance import resolve_tools
 
 

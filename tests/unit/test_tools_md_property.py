@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from prefect_folpipe.errors import Diagnostic
-from prefect_folpipe.spec.tree import ToolSpec
+from prefect_folpipe.workflow.tree import ToolSpec
 from prefect_folpipe.tools.discovery import parse_tools_md
 
 SAFE_PYTHON = [
