@@ -16,11 +16,11 @@ from prefect_folpipe.compile.artifacts import render_task
 from prefect_folpipe.errors import HookError, ProviderError
 from prefect_folpipe.expressions import ExpressionError, compile_condition
 from prefect_folpipe.providers.base import ModelRequest, ModelResponse, ToolCall
-from prefect_folpipe.workflow.config import TaskConfig
-from prefect_folpipe.workflow.tree import EffectiveSettings, Task, Workflow
 from prefect_folpipe.tools.discovery import discover_tools
 from prefect_folpipe.tools.hooks import run_hook
 from prefect_folpipe.tools.runtime import Toolbox
+from prefect_folpipe.workflow.config import TaskConfig
+from prefect_folpipe.workflow.tree import EffectiveSettings, Task, Workflow
 
 INJECTION = "ok\n```\n<script>alert(1)</script>\n# Owned\n```json\n{}"
 

@@ -22,13 +22,13 @@ from typing import Any, Literal
 from ..errors import ConfigError, MissingInputError
 from ..providers.base import Provider
 from ..providers.registry import NO_PROVIDER_MESSAGE, provider_name
+from ..workflow.context import ENV_KEY, answer_delta, visible_keys
 from ..workflow.tree import Task, Workflow
 from .loop import AgentPass, CallLedger, Conversation, converse
 from .result import TaskOutcome
 
 Phase = Literal["single", "first", "final"]
 PHASES: tuple[str, ...] = ("single", "first", "final")
-ENV_KEY = "_env"
 LOG = logging.getLogger("prefect_folpipe.agent")
 
 
@@ -89,10 +89,10 @@ def scoped_input(task: Task, context: Mapping[str, Any], phase: Phase = "single"
     In the ``final`` phase the children's results (their names and declared output keys) are
     visible as well. A missing required key raises ``MissingInputError`` naming it.
     """
-    spec = task.config.input
-    if spec is None:
+    keys = visible_keys(task, phase)
+    if keys is None:
         return dict(context)
-    missing = [key for key in spec.required if key not in context]
+    missing = [key for key in task.config.input.required if key not in context]  # type: ignore[union-attr]
     if missing:
         exc = MissingInputError(
             f"task {task.path or task.name!r}: required input key(s) "
@@ -101,11 +101,7 @@ def scoped_input(task: Task, context: Mapping[str, Any], phase: Phase = "single"
         exc.hint = "produce the key in an earlier task, or pass it with --context"  # type: ignore[attr-defined]
         exc.missing = missing  # type: ignore[attr-defined]
         raise exc
-    visible = [*spec.required, *spec.optional]
-    if phase == "final":
-        for child in task.children:
-            visible.extend([child.name, *child.config.output_keys])
-    view = {key: context[key] for key in dict.fromkeys(visible) if key in context}
+    view = {key: context[key] for key in keys if key in context}
     view[ENV_KEY] = context.get(ENV_KEY)
     return view
 
@@ -190,12 +186,10 @@ async def _hook(
 
 def _apply_answer(task: Task, working: dict[str, Any], convo: Conversation) -> tuple[str, ...]:
     """Write the answer into the working context (so post_run sees it); return its keys."""
-    if task.config.output is None:
-        working[task.name] = convo.text
-        return (task.name,)
-    working.update(copy.deepcopy(convo.outputs))
-    working[task.name] = copy.deepcopy(convo.outputs)
-    return (*convo.outputs, task.name)
+    outputs = None if task.config.output is None else convo.outputs
+    delta = answer_delta(task, outputs, convo.text)
+    working.update(delta)
+    return tuple(delta)
 
 
 def _fill_outcome(

@@ -25,6 +25,7 @@ from prefect.context import FlowRunContext, TaskRunContext
 from prefect.logging import get_run_logger
 
 from ..errors import ConfigError, FolpipeError, ProviderError
+from ..workflow.context import answer_delta
 from ..workflow.tree import Task, Workflow
 from . import artifacts
 from .background import END_HOLD_S, WRITER
@@ -35,7 +36,6 @@ from .contextops import (
     describe_error,
     error_entry,
     merge_delta,
-    outputs_delta,
     plain,
     seed_context,
     unbox,
@@ -489,7 +489,7 @@ class WorkflowRun:
         entry = error_entry(task, result.error or "failed", scope.innermost)
         delta: dict[str, Any] = {}
         if mode == "use_default":
-            delta = outputs_delta(task, task.config.default_output or {})
+            delta = answer_delta(task, task.config.default_output or {})
         delta["_errors"] = [entry]
         return NodeResult("failed", delta, result.error, handled=True, handle=result.handle)
 

@@ -13,8 +13,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from ..workflow.context import checkpoint_inputs
 from ..workflow.tree import Task
-from .contextops import cache_input, canonical_json
+from .contextops import canonical_json
 
 CACHE_VERSION = "folpipe-cache-1"
 _SLUG = re.compile(r"[^a-z0-9]+")
@@ -55,7 +56,7 @@ def cache_key(
         phase,
         canonical_json(list(iteration)),
         salt,
-        canonical_json(cache_input(task, context, phase)),
+        canonical_json(checkpoint_inputs(task, context, phase)),
     ):
         digest.update(part.encode())
         digest.update(b"\x1f")

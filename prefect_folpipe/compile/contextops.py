@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
+from ..workflow.context import ENV_KEY, ERRORS_KEY
 from ..workflow.tree import Task, Workflow
-
-ERRORS_KEY = "_errors"
-ENV_KEY = "_env"
 
 
 class ContextBox:
@@ -69,14 +67,6 @@ def merge_delta(target: dict[str, Any], delta: Mapping[str, Any]) -> None:
             target[key] = copy.deepcopy(value)
 
 
-def merge_all(deltas: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
-    """Deltas merged in order into one delta."""
-    merged: dict[str, Any] = {}
-    for delta in deltas:
-        merge_delta(merged, delta)
-    return merged
-
-
 def error_entry(task: Task, error: BaseException | str, iteration: int | None) -> dict[str, Any]:
     """One ``_errors`` entry: ``{task, error, iteration}``."""
     return {"task": task.path or task.name, "error": describe_error(error), "iteration": iteration}
@@ -92,29 +82,6 @@ def describe_error(error: BaseException | str) -> str:
         prefix = f"{prefix} [{code}]"
     text = str(error).strip()
     return f"{prefix}: {text}" if text else prefix
-
-
-def outputs_delta(task: Task, outputs: Mapping[str, Any]) -> dict[str, Any]:
-    """Outputs placed like a task's answer: top level and under the task's name."""
-    delta = copy.deepcopy(dict(outputs))
-    delta[task.name] = copy.deepcopy(dict(outputs))
-    return delta
-
-
-def cache_input(task: Task, context: Mapping[str, Any], phase: str = "single") -> dict[str, Any]:
-    """The part of the context a task actually sees, for its cache key.
-
-    With a declared ``input`` (and no hooks, which may read anything) only those keys count;
-    ``_env`` never counts (it is recomputed per call and holds absolute paths).
-    """
-    spec = task.config.input
-    if spec is not None and not task.hooks:
-        keys = [*spec.required, *spec.optional]
-        if phase == "final":
-            for child in task.children:
-                keys += [child.name, *child.config.output_keys]
-        return {key: context.get(key) for key in keys}
-    return {key: value for key, value in context.items() if key != ENV_KEY}
 
 
 def plain(value: Any) -> Any:

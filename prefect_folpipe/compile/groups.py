@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 from itertools import groupby
 from typing import Any, Literal, Protocol
 
+from ..workflow.context import ERRORS_KEY
 from ..workflow.tree import Task
-from .contextops import ERRORS_KEY, child_context, describe_error, error_entry, merge_delta
+from .contextops import child_context, describe_error, error_entry, merge_delta
 from .failures import (
     DependencyError,
     GroupFailed,

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from ..validate.deploy_rules import GENERIC_FLOW_PARAMETERS, schedule_problems
 from ..workflow.config import Schedule
 from ..workflow.tree import Workflow
-from ..validate.deploy_rules import GENERIC_FLOW_PARAMETERS, schedule_problems
 from .signature import input_names
 
 

@@ -13,8 +13,8 @@ from ..agent.budget import UNPRICED_OK, ancestor_paths
 from ..errors import ConfigError, Diagnostic
 from ..loader import LoadResult
 from ..providers.pricing import PriceTable
-from ..workflow.tree import Task, ToolSpec, Workflow
 from ..tools._meta import ENV_REFERENCE, allow_list
+from ..workflow.tree import Task, ToolSpec, Workflow
 from ._common import at
 
 

@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from prefect_folpipe.errors import Severity
-from prefect_folpipe.workflow.config import Schedule, TaskConfig
 from prefect_folpipe.validate.deploy_rules import (
     config_diagnostics,
     cron_problem,
@@ -16,6 +15,7 @@ from prefect_folpipe.validate.deploy_rules import (
     schedule_problems,
     timezone_problem,
 )
+from prefect_folpipe.workflow.config import Schedule, TaskConfig
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "deploy" / "report"
 

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 import yaml
 
-from prefect_folpipe.workflow.config import Schedule
 from prefect_folpipe.validate.deploy_rules import schedule_problems
+from prefect_folpipe.workflow.config import Schedule
 
 DEPLOYMENTS = Path(__file__).parent.parent.parent / "deployments"
 EXAMPLES = sorted(DEPLOYMENTS.glob("*/prefect.yaml"))

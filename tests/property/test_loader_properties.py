@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 
 from prefect_folpipe.errors import Diagnostic, WorkflowValidationError
 from prefect_folpipe.loader import load_workflow
+from prefect_folpipe.validate import validate_workflow
 from prefect_folpipe.workflow.config import TaskConfig
 from prefect_folpipe.workflow.tree import Task
-from prefect_folpipe.validate import validate_workflow
 
 WORDS = ["alpha", "beta", "gamma", "delta", "eps", "zeta", "eta", "theta", "iota", "kappa"]
 

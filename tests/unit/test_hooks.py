@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from prefect_folpipe.errors import HookError, Severity
+from prefect_folpipe.tools.hooks import check_hooks, discover_hooks, run_hook
 from prefect_folpipe.workflow.config import TaskConfig
 from prefect_folpipe.workflow.tree import EffectiveSettings, Task, Workflow
-from prefect_folpipe.tools.hooks import check_hooks, discover_hooks, run_hook
 
 
 def test_discover_hooks_py_and_sh(tmp_path: Path) -> None:

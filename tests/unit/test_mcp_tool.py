@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from prefect_folpipe.providers.base import ToolCall
-from prefect_folpipe.workflow.config import McpServer, TaskConfig
-from prefect_folpipe.workflow.tree import EffectiveSettings, Task, Workflow
 from prefect_folpipe.tools.discovery import parse_tools_md
 from prefect_folpipe.tools.mcp import prepare_toolbox
 from prefect_folpipe.tools.runtime import Toolbox
+from prefect_folpipe.workflow.config import McpServer, TaskConfig
+from prefect_folpipe.workflow.tree import EffectiveSettings, Task, Workflow
 
 SERVER = Path(__file__).parent.parent / "fixtures" / "mcp" / "server.py"
 TOOLS_MD = """## add

@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 from prefect_folpipe.errors import Severity
+from prefect_folpipe.tools.inheritance import resolve_tools
 from prefect_folpipe.workflow.config import TaskConfig
 from prefect_folpipe.workflow.tree import ToolSpec
-from prefect_folpipe.tools.inheritance import resolve_tools
 
 
 def spec(name: str, *, owner: str = "", scope: str = "shared", kind: str = "reference") -> ToolSpec:
