@@ -8,6 +8,7 @@ prints its diagnostics and exits 1, like ``folpipe validate``.
 from __future__ import annotations
 
 import difflib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,14 +18,8 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from ..render import (
-    child_entries,
-    execution_label,
-    explain_tool,
-    tool_declarations,
-    tool_origin,
-    workflow_to_dict,
-)
+from ..compile.plan import Plan, build_plan
+from ..compile.views import tool_origin, tree_to_dict
 from ..workflow.tree import EffectiveSettings, Task, Workflow
 from ._render import EXIT_FAILED, get_console, handle_errors, print_diagnostics, print_json
 
@@ -43,10 +38,9 @@ def changed_settings(
     return {key: value for key, value in settings.items() if value != base.get(key)}
 
 
-def _headline(task: Task, enabled: bool) -> Text:
+def _headline(task: Task, enabled: bool, kind: str | None) -> Text:
     text = Text(task.name, style="bold" if enabled else "dim strike")
     facts = [task.kind]
-    kind = execution_label(task)
     if kind:
         facts.append(kind)
     facts.append(f"priority {task.priority}")
@@ -90,9 +84,11 @@ def task_label(
     root_name: str,
     parent: Task | None = None,
     full: bool = False,
+    execution_type: str | None = None,
 ) -> Text:
-    """The multi-line label of one task in the human tree."""
-    lines = [_headline(task, enabled)]
+    """The multi-line label of one task in the human tree (``execution_type``: the plan's,
+    for a branch)."""
+    lines = [_headline(task, enabled, execution_type)]
     if task.config.description:
         lines.append(Text(task.config.description, style="italic"))
     lines.append(_tools_line(task, root_name))
@@ -102,19 +98,29 @@ def task_label(
     return Text("\n").join(lines)
 
 
-def build_tree(workflow: Workflow, *, full: bool = False) -> Tree:
+def build_tree(workflow: Workflow, *, full: bool = False, plan: Plan | None = None) -> Tree:
     """A rich Tree of the workflow: one multi-line label per task, disabled ones included."""
+    plan = plan or build_plan(workflow)
     root = workflow.root
-    tree = Tree(task_label(root, enabled=root.config.enabled, root_name=root.name, full=full))
 
-    def add(branch: Tree, task: Task, enabled: bool) -> None:
-        for entry in child_entries(task, enabled=enabled):
-            label = task_label(
-                entry.task, enabled=entry.enabled, root_name=root.name, parent=task, full=full
-            )
-            add(branch.add(label), entry.task, entry.enabled)
+    def label(path: str, parent: Task | None) -> Text:
+        node = plan.node(path)
+        return task_label(
+            plan.task(path),
+            enabled=node.enabled,
+            root_name=root.name,
+            parent=parent,
+            full=full,
+            execution_type=node.execution_type,
+        )
 
-    add(tree, root, root.config.enabled)
+    tree = Tree(label("", None))
+
+    def add(branch: Tree, task: Task) -> None:
+        for path in plan.node(task.path).all_children:
+            add(branch.add(label(path, task)), plan.task(path))
+
+    add(tree, root)
     return tree
 
 
@@ -124,6 +130,111 @@ def print_tree(workflow: Workflow, console: Console, *, full: bool = False) -> N
     if workflow.warnings:
         console.print()
         print_diagnostics(workflow.warnings, console, root=workflow.root_dir)
+
+
+# --------------------------------------------------------------------------- --why TOOL
+
+
+@dataclass(frozen=True)
+class ToolVisibility:
+    """Whether one task gets a tool, and why (or why not)."""
+
+    task: Task
+    enabled: bool
+    visible: bool
+    reason: str
+
+
+def tool_declarations(workflow: Workflow) -> dict[str, list[str]]:
+    """Every declared tool name -> the labels of the tasks declaring it (and shared/tools.md)."""
+    declared: dict[str, list[str]] = {}
+    for tool in workflow.shared_tools:
+        declared.setdefault(tool.name, []).append("shared/tools.md")
+
+    def visit(task: Task) -> None:
+        for tool in task.own_tools:
+            declared.setdefault(tool.name, []).append(_label(task, workflow.root.name))
+        for child in (*task.children, *task.disabled_children):
+            visit(child)
+
+    visit(workflow.root)
+    return declared
+
+
+def explain_tool(workflow: Workflow, name: str) -> list[ToolVisibility]:
+    """For every task (root first, disabled ones included): does it get tool ``name``, and why.
+
+    The answer (visible or not) is the loader's resolved tool set; the reason for a missing tool
+    names the scoping rule of spec §2.10 that filtered it out.
+    """
+    shared = {tool.name for tool in workflow.shared_tools}
+    declared_by = tool_declarations(workflow).get(name, [])
+    rows: list[ToolVisibility] = []
+
+    def visit(task: Task, lineage: list[Task], enabled: bool) -> None:
+        found = next((tool for tool in task.tools if tool.name == name), None)
+        if found is not None:
+            reason = tool_origin(found, root_name=workflow.root.name)
+            rows.append(ToolVisibility(task, enabled, True, reason))
+        else:
+            reason = _missing_reason(task, lineage, name, name in shared, workflow.root.name)
+            if not reason:
+                reason = f"declared only by {', '.join(declared_by)}, not an ancestor"
+            rows.append(ToolVisibility(task, enabled, False, reason))
+        node = plan.node(task.path)
+        for child in node.all_children:
+            visit(plan.task(child), [*lineage, task], plan.node(child).enabled)
+
+    plan = build_plan(workflow)
+    visit(workflow.root, [], workflow.root.config.enabled)
+    return rows
+
+
+def _label(task: Task, root_name: str) -> str:
+    return task.path or root_name
+
+
+def _missing_reason(
+    task: Task, lineage: list[Task], name: str, in_shared: bool, root_name: str
+) -> str:
+    declarers = [
+        (index, ancestor)
+        for index, ancestor in enumerate(lineage)
+        if any(tool.name == name for tool in ancestor.own_tools)
+    ]
+    reasons = [
+        _blocked_reason(task, lineage, index, ancestor, name, root_name)
+        for index, ancestor in reversed(declarers)
+    ]
+    if in_shared and name not in task.config.tools.use_shared:
+        reasons.append("it is in shared/tools.md: add it to tools.use_shared")
+    return "; ".join(reasons)
+
+
+def _blocked_reason(
+    task: Task, lineage: list[Task], index: int, ancestor: Task, name: str, root_name: str
+) -> str:
+    where = _label(ancestor, root_name)
+    config = task.config
+    tool = next(tool for tool in ancestor.own_tools if tool.name == name)
+    distance = len(lineage) - index
+    blockers = [b for b in lineage[index:] if name in b.config.block_tools]
+    if tool.scope == "local":
+        return f"{where} declares it with scope: local"
+    if config.inherit_tools is False:
+        return f"inherit_tools: false (declared by {where})"
+    if config.inherit_tools_depth != -1 and distance > config.inherit_tools_depth:
+        return (
+            f"{where} is {distance} levels up but inherit_tools_depth is "
+            f"{config.inherit_tools_depth}"
+        )
+    if blockers:
+        return f"blocked by {_label(blockers[-1], root_name)} (block_tools)"
+    if isinstance(config.inherit_tools, list) and name not in config.inherit_tools:
+        return f"not in this task's inherit_tools list (declared by {where})"
+    if name in config.exclude_tools:
+        return f"listed in this task's exclude_tools (declared by {where})"
+    return f"declared by {where} but filtered out"
 
 
 def check_tool_name(workflow: Workflow, tool_name: str) -> None:
@@ -194,6 +305,6 @@ def command(path: Path, as_json: bool, full: bool, tool_name: str | None) -> Non
             get_console().print(why_table(workflow, tool_name))
         return
     if as_json:
-        print_json(workflow_to_dict(workflow))
+        print_json(tree_to_dict(build_plan(workflow)))
         return
     print_tree(workflow, get_console(), full=full)

@@ -24,7 +24,7 @@ from prefect_folpipe.deploy.project import (
     project_document,
     write_project,
 )
-from prefect_folpipe.deploy.signature import merge_inputs, parameter_signature
+from prefect_folpipe.compile.signature import merge_inputs, parameter_signature
 from prefect_folpipe.errors import ConfigError
 from prefect_folpipe.workflow.config import Schedule, TaskConfig
 from prefect_folpipe.workflow.tree import EffectiveSettings, Task, Workflow
