@@ -11,6 +11,7 @@ from prefect_folpipe.workflow import EffectiveSettings, Task, Workflow
 
 from .cli_helpers import cv_pipeline, graph_workflow, make_task, make_tool, make_workflow
 
+
 def workflow_to_dict(workflow: Workflow) -> dict:
     return tree_to_dict(build_plan(workflow))
 

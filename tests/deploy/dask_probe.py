@@ -37,7 +37,6 @@ def async_flow(path: str) -> object:
     from pathlib import Path
 
     from prefect import Flow
-
     from prefect_folpipe.deploy.dask import _load, dask_task_runner, run_on_dask
 
     root = Path(path).resolve()

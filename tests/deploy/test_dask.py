@@ -9,8 +9,8 @@ from pathlib import Path
 from uuid import UUID
 
 import pytest
-
 from prefect_folpipe.deploy.dask import local_cluster_kwargs
+
 from prefect_folpipe.workflow.tree import EffectiveSettings
 
 from .server import PrefectServer
@@ -82,8 +82,8 @@ def test_run_workflow_sends_leaves_to_dask_when_the_folder_says_so(
 
 def test_dask_without_a_server_is_fp640() -> None:
     from prefect.settings import PREFECT_API_URL, temporary_settings
-
     from prefect_folpipe.deploy.dask import task_runner_for
+
     from prefect_folpipe.errors import ConfigError
 
     with temporary_settings(restore_defaults={PREFECT_API_URL}):
