@@ -248,7 +248,12 @@ class DaskRunner:
         except asyncio.CancelledError:
             future.wrapped_future.cancel()
             raise
-        return future.state
+        try:  # the final state travels back with the result (the API may lag behind)
+            return future.wrapped_future.result()
+        except Exception as exc:  # the submission itself failed (e.g. a worker died)
+            from prefect.states import Failed
+
+            return Failed(message=f"{type(exc).__name__}: {exc}", data=exc)
 
     async def report(self, task: Task, state: Any, outcome: Outcome, tracker: RunTracker) -> None:
         for number in range(1, await call(self._actor.take_attempts(task.path)) + 1):
