@@ -1,7 +1,8 @@
-"""compile: translate a loaded workflow into Prefect flows and run them.
+"""compile: plan a loaded workflow (``plan``, Prefect-free), then build and run it on Prefect.
 
-``plan``-like helpers here are Prefect-free; ``build`` and ``api`` import Prefect, so the public
-names are re-exported lazily and ``import prefect_folpipe.compile.cache`` stays cheap.
+``plan``, ``views`` and the other pure modules never import Prefect; ``build``, ``api``,
+``leaf``, ``tasks``, ``executor`` and ``dask`` do, so the public names are re-exported lazily
+and ``import prefect_folpipe.compile.plan`` stays cheap.
 """
 
 from __future__ import annotations
