@@ -7,18 +7,10 @@ and ``import prefect_folpipe.compile.plan`` stays cheap.
 
 from __future__ import annotations
 
-from importlib import import_module
 from typing import Any
 
-_LAZY: dict[str, str] = {
-    "folder_to_flow": "prefect_folpipe.compile.api",
-    "run_workflow": "prefect_folpipe.compile.api",
-    "arun_workflow": "prefect_folpipe.compile.api",
-    "RunResult": "prefect_folpipe.compile.report",
-    "RunOptions": "prefect_folpipe.compile.options",
-    "run_root": "prefect_folpipe.compile.build",
-    "flush_artifacts": "prefect_folpipe.compile.background",
-}
+from .options import RunOptions
+from .report import RunResult
 
 __all__ = [
     "RunOptions",
@@ -32,9 +24,15 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
+    """The Prefect-bound public names, imported on first use."""
+    if name in ("folder_to_flow", "run_workflow", "arun_workflow"):
+        from . import api as module
+    elif name == "run_root":
+        from . import build as module  # type: ignore[no-redef]
+    elif name == "flush_artifacts":
+        from . import background as module  # type: ignore[no-redef]
+    else:
         raise AttributeError(f"module 'prefect_folpipe.compile' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
+    value = getattr(module, name)
     globals()[name] = value
     return value
