@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from ..errors import BudgetExceeded, ConfigError
-from ..providers.base import Usage
+from ..messages import Usage
 from ..providers.pricing import PriceTable
 from ..workflow.tree import Task, Workflow
 

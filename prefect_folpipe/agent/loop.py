@@ -16,12 +16,11 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from ..errors import MaxTurnsExceeded, OutputValidationError, ProviderError
-from ..providers.base import (
+from ..messages import (
     AssistantMessage,
     Message,
     ModelRequest,
     ModelResponse,
-    Provider,
     ToolCall,
     ToolDefinition,
     ToolResult,
@@ -30,6 +29,7 @@ from ..providers.base import (
     UserMessage,
     message_to_dict,
 )
+from ..providers.base import Provider
 from ..workflow.tree import Task
 from .output import check_output, output_schema, repair_prompt
 

@@ -17,8 +17,7 @@ from types import ModuleType
 from typing import Any, ClassVar, Self
 
 from ..errors import ConfigError, ProviderError, ProviderErrorKind
-from ..workflow.config import ProviderConfig
-from .base import (
+from ..messages import (
     AssistantMessage,
     Message,
     ModelRequest,
@@ -27,6 +26,7 @@ from .base import (
     ToolResultsMessage,
     UserMessage,
 )
+from ..workflow.config import ProviderConfig
 
 SecretResolver = Callable[[str], str]
 

@@ -12,6 +12,16 @@ from __future__ import annotations
 import json
 from typing import Any, ClassVar
 
+from ..messages import (
+    AssistantMessage,
+    Message,
+    ModelRequest,
+    ModelResponse,
+    ToolCall,
+    ToolResultsMessage,
+    Usage,
+    UserMessage,
+)
 from ..workflow.config import ProviderConfig
 from ..workflow.tree import Task
 from ._sdk import (
@@ -23,16 +33,6 @@ from ._sdk import (
     refusal_error,
     task_where,
     truncated_error,
-)
-from .base import (
-    AssistantMessage,
-    Message,
-    ModelRequest,
-    ModelResponse,
-    ToolCall,
-    ToolResultsMessage,
-    Usage,
-    UserMessage,
 )
 
 CACHE_BREAKPOINT = {"type": "ephemeral"}

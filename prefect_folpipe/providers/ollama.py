@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 import httpx
 
 from ..errors import ConfigError
+from ..messages import AssistantMessage, ModelRequest, ModelResponse, ToolCall, ToolResult, Usage
 from ..workflow.config import ProviderConfig
 from ..workflow.tree import Task
 from ._sdk import (
@@ -29,14 +30,6 @@ from ._sdk import (
     option,
     provider_error,
     status_error,
-)
-from .base import (
-    AssistantMessage,
-    ModelRequest,
-    ModelResponse,
-    ToolCall,
-    ToolResult,
-    Usage,
 )
 
 DEFAULT_HOST = "http://localhost:11434"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any, ClassVar
 
+from ..messages import AssistantMessage, ModelRequest, ModelResponse, ToolCall, ToolResult, Usage
 from ..workflow.config import ProviderConfig
 from ..workflow.tree import Task
 from ._sdk import (
@@ -25,14 +26,6 @@ from ._sdk import (
     refusal_error,
     task_where,
     truncated_error,
-)
-from .base import (
-    AssistantMessage,
-    ModelRequest,
-    ModelResponse,
-    ToolCall,
-    ToolResult,
-    Usage,
 )
 
 NO_KEY_PLACEHOLDER = "not-needed"

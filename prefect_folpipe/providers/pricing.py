@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..errors import ConfigError
-from .base import Usage
+from ..messages import Usage
 
 PRICE_KEYS = frozenset(
     {"input_per_mtok", "output_per_mtok", "cache_read_per_mtok", "cache_write_per_mtok"}

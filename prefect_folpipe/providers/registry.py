@@ -26,9 +26,10 @@ from types import ModuleType
 from typing import Any
 
 from ..errors import ConfigError
+from ..messages import ModelRequest, ModelResponse
 from ..workflow.config import ProviderConfig
 from ..workflow.tree import ResolvedProvider, Task, Workflow
-from .base import ModelRequest, ModelResponse, Provider
+from .base import Provider
 
 ENTRY_POINT_GROUP = "prefect_folpipe.providers"
 BUILTINS: dict[str, str] = {

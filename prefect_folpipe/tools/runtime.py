@@ -34,7 +34,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
 from ..errors import SandboxViolation, ToolError, is_retryable
-from ..providers.base import ToolCall, ToolDefinition, ToolResult
+from ..messages import ToolCall, ToolDefinition, ToolResult
 from ..workflow.tree import ToolSpec
 from .context import ToolContext
 from .discovery import did_you_mean

@@ -19,7 +19,7 @@ from prefect_folpipe.errors import (
     OutputValidationError,
     ProviderError,
 )
-from prefect_folpipe.providers.base import ToolCall, ToolDefinition, ToolResult, Usage
+from prefect_folpipe.messages import ToolCall, ToolDefinition, ToolResult, Usage
 from prefect_folpipe.providers.scripted import ScriptedProvider
 
 

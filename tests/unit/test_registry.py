@@ -11,7 +11,7 @@ import pytest
 from agent_support import make_task, make_workflow, scripted_provider
 
 from prefect_folpipe.errors import ConfigError
-from prefect_folpipe.providers.base import ModelRequest, UserMessage
+from prefect_folpipe.messages import ModelRequest, UserMessage
 from prefect_folpipe.providers.registry import (
     NO_PROVIDER_MESSAGE,
     ProviderOverride,
@@ -25,7 +25,7 @@ from prefect_folpipe.workflow.config import ProviderConfig
 from prefect_folpipe.workflow.tree import ResolvedProvider
 
 CUSTOM_MODULE = """
-from prefect_folpipe.providers.base import ModelResponse
+from prefect_folpipe.messages import ModelResponse
 
 
 class EchoModelProvider:
