@@ -96,9 +96,9 @@ def scoped_input(task: Task, context: Mapping[str, Any], phase: Phase = "single"
     if missing:
         exc = MissingInputError(
             f"task {task.path or task.name!r}: required input key(s) "
-            f"{', '.join(repr(k) for k in missing)} missing from the context"
+            f"{', '.join(repr(k) for k in missing)} missing from the context",
+            hint="produce the key in an earlier task, or pass it with --context",
         )
-        exc.hint = "produce the key in an earlier task, or pass it with --context"  # type: ignore[attr-defined]
         exc.missing = missing  # type: ignore[attr-defined]
         raise exc
     view = {key: context[key] for key in keys if key in context}

@@ -7,7 +7,6 @@ prints its diagnostics and exits 1, like ``folpipe validate``.
 
 from __future__ import annotations
 
-import difflib
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +16,7 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
+from ..errors import did_you_mean
 from ..render import (
     child_entries,
     execution_label,
@@ -131,8 +131,8 @@ def check_tool_name(workflow: Workflow, tool_name: str) -> None:
     declared = tool_declarations(workflow)
     if tool_name in declared:
         return
-    close = difflib.get_close_matches(tool_name, list(declared), n=3)
-    hint = f" (did you mean {', '.join(repr(name) for name in close)}?)" if close else ""
+    close = did_you_mean(tool_name, declared)
+    hint = f" ({close})" if close else ""
     known = ", ".join(sorted(declared)) or "none"
     raise click.BadParameter(
         f"no task declares a tool named {tool_name!r}{hint}; declared tools: {known}",

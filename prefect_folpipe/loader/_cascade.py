@@ -14,10 +14,9 @@ from dataclasses import dataclass, field, fields
 from functools import cache
 from typing import Any
 
-from ..errors import Diagnostic
+from ..errors import Diagnostic, suggest
 from ..workflow.config import ProviderConfig, TaskConfig
 from ..workflow.tree import EffectiveSettings, ResolvedProvider
-from ._config import suggest
 from ._yaml import SourceMap
 
 BUILTIN_PROVIDERS: dict[str, str] = {

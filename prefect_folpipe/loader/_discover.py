@@ -20,10 +20,10 @@ import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ..errors import Diagnostic, Severity
+from ..errors import Diagnostic, Severity, suggest
 from ..workflow.config import TaskConfig
 from ..workflow.tree import DEFAULT_PRIORITY
-from ._config import parse_config, suggest
+from ._config import parse_config
 from ._yaml import SourceMap, YamlProblem, parse_yaml
 
 TASK_YAML = "task.yaml"

@@ -160,10 +160,7 @@ def provider_error(
     """A ProviderError whose message never contains ``secret``."""
     if secret:
         message = message.replace(secret, "[REDACTED]")
-    error = ProviderError(message, kind=kind, provider=provider, retry_after=retry_after)
-    if code:
-        error.code = code  # type: ignore[misc]
-    return error
+    return ProviderError(message, kind=kind, provider=provider, retry_after=retry_after, code=code)
 
 
 def status_error(

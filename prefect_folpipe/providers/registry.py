@@ -12,7 +12,6 @@ class is called with the block's settings as keyword arguments (extra keys inclu
 from __future__ import annotations
 
 import contextlib
-import difflib
 import importlib
 import inspect
 import os
@@ -25,7 +24,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from ..errors import ConfigError
+from ..errors import ConfigError, did_you_mean
 from ..messages import ModelRequest, ModelResponse
 from ..workflow.config import ProviderConfig
 from ..workflow.tree import ResolvedProvider, Task, Workflow
@@ -115,11 +114,8 @@ def resolve_provider_class(type_name: str | None, module: str | None = None) -> 
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         if ep.name == name:
             return _load_entry_point(ep)
-    suggestion = difflib.get_close_matches(name, known_provider_names(), n=1)
-    hint = (
-        f"did you mean {suggestion[0]!r}?"
-        if suggestion
-        else (f"use one of {', '.join(known_provider_names())}, or `module: pkg.mod:Class`")
+    hint = did_you_mean(name, known_provider_names()) or (
+        f"use one of {', '.join(known_provider_names())}, or `module: pkg.mod:Class`"
     )
     raise ConfigError(f"unknown provider type {name!r}", code="FP301", hint=hint)
 

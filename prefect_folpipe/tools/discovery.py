@@ -7,19 +7,18 @@ the workflow author's own and is loaded here to derive argument schemas from typ
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import inspect
 import json
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from ..errors import Diagnostic, Severity
+from ..errors import Diagnostic, Severity, did_you_mean
 from ..workflow.tree import ToolSpec
 from . import markdown
 from .decorator import describe_function, tool_meta
@@ -84,12 +83,6 @@ def diagnostic(
         hint=hint,
         severity=Severity.WARNING if warning else Severity.ERROR,
     )
-
-
-def did_you_mean(name: str, candidates: Iterable[str]) -> str | None:
-    """A "did you mean 'x'?" hint for a misspelt name, or None."""
-    close = difflib.get_close_matches(name, [str(c) for c in candidates], n=1, cutoff=0.6)
-    return f"did you mean {close[0]!r}?" if close else None
 
 
 def content_hash(**parts: Any) -> str:

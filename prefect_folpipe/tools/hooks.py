@@ -32,9 +32,9 @@ from collections.abc import Callable, Mapping, MutableMapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import Diagnostic, HookError
+from ..errors import Diagnostic, HookError, did_you_mean
 from .context import ToolContext
-from .discovery import diagnostic, did_you_mean
+from .discovery import diagnostic
 from .redact import redact_secrets
 from .shell import run_script, sandbox_env
 

@@ -27,10 +27,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Sequence
 
-from ..errors import Diagnostic, Severity
+from ..errors import Diagnostic, Severity, did_you_mean
 from ..workflow.config import TaskConfig
 from ..workflow.tree import ToolSpec
-from .discovery import did_you_mean
 
 SHARED_OWNER = "<shared>"
 

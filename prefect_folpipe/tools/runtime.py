@@ -33,11 +33,10 @@ from typing import TYPE_CHECKING, Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
-from ..errors import SandboxViolation, ToolError, is_retryable
+from ..errors import SandboxViolation, ToolError, did_you_mean, is_retryable
 from ..messages import ToolCall, ToolDefinition, ToolResult
 from ..workflow.tree import ToolSpec
 from .context import ToolContext
-from .discovery import did_you_mean
 from .python import ToolArgumentError, run_python
 from .redact import redact
 from .shell import ShellToolFailed, run_script, sandbox_env
@@ -65,8 +64,7 @@ class CodedToolError(ToolError):
     """A runner's failure with its own error code, retried only when ``retryable``."""
 
     def __init__(self, message: str, *, code: str, retryable: bool = False) -> None:
-        super().__init__(message)
-        self.code = code  # type: ignore[misc]
+        super().__init__(message, code=code)
         self.retryable = retryable
 
 
