@@ -21,8 +21,9 @@ from typing import Any, Literal
 
 from ..errors import ConfigError, MissingInputError
 from ..providers.base import Provider
-from ..providers.registry import NO_PROVIDER_MESSAGE, provider_name
+from ..providers.registry import provider_name
 from ..workflow.context import ENV_KEY, answer_delta, visible_keys
+from ..workflow.providers import NO_PROVIDER_MESSAGE
 from ..workflow.tree import Task, Workflow
 from .loop import AgentPass, CallLedger, Conversation, converse
 from .result import TaskOutcome

@@ -168,7 +168,7 @@ def test_aliases_and_legacy_module_names_map_to_builtins() -> None:
 def test_missing_builtin_module_gives_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
     from prefect_folpipe.providers import registry
 
-    monkeypatch.setitem(registry.BUILTINS, "ghost", "prefect_folpipe.providers.ghost_adapter")
+    monkeypatch.setitem(registry.MODULES, "ghost", "prefect_folpipe.providers.ghost_adapter")
     with pytest.raises(ConfigError) as info:
         resolve_provider_class("ghost")
     assert info.value.code == "FP302" and "ghost" in str(info.value)
