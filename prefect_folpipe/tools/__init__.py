@@ -1,8 +1,8 @@
-"""Tools: ``@tool``, ``ToolContext``, ``Hook``, discovery, inheritance and the tool runtime.
+"""Tools at run time: the toolbox a task's agent calls, one runner per tool kind, hooks.
 
-Public API (re-exported by ``prefect_folpipe``): :func:`tool`, :class:`ToolContext`,
-:class:`Hook`. The seams other packages call (docs/internals.md) are importable from here too;
-the runtime pieces load on first use.
+Public API (re-exported by ``prefect_folpipe``): :func:`tool`, :class:`ToolContext` (both
+defined in ``workflow/``, since the loader reads them too) and :class:`Hook`. The runtime
+pieces load on first use.
 """
 
 from __future__ import annotations
@@ -10,20 +10,18 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-from .context import ToolContext
-from .decorator import tool
-from .discovery import discover_tools, parse_tools_md
-from .hooks import Hook, discover_hooks
-from .inheritance import resolve_tools
+from ..workflow.marker import tool
+from ..workflow.toolcontext import ToolContext
 
 _LAZY: dict[str, str] = {
+    "Hook": "prefect_folpipe.tools.hooks",
     "Toolbox": "prefect_folpipe.tools.runtime",
     "RUNNERS": "prefect_folpipe.tools.runtime",
     "register_runner": "prefect_folpipe.tools.runtime",
     "run_hook": "prefect_folpipe.tools.hooks",
     "redact": "prefect_folpipe.tools.redact",
     "redact_secrets": "prefect_folpipe.tools.redact",
-    "resolve_path": "prefect_folpipe.tools.sandbox",
+    "resolve_path": "prefect_folpipe.workflow.grants",
 }
 
 __all__ = [
@@ -31,14 +29,10 @@ __all__ = [
     "Hook",
     "ToolContext",
     "Toolbox",
-    "discover_hooks",
-    "discover_tools",
-    "parse_tools_md",
     "redact",
     "redact_secrets",
     "register_runner",
     "resolve_path",
-    "resolve_tools",
     "run_hook",
     "tool",
 ]

@@ -35,8 +35,8 @@ from jsonschema.exceptions import SchemaError
 
 from ..errors import SandboxViolation, ToolError, did_you_mean, is_retryable
 from ..messages import ToolCall, ToolDefinition, ToolResult
+from ..workflow.toolcontext import ToolContext
 from ..workflow.tree import ToolSpec
-from .context import ToolContext
 from .python import ToolArgumentError, run_python
 from .redact import redact
 from .shell import ShellToolFailed, run_script, sandbox_env

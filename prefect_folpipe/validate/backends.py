@@ -11,8 +11,8 @@ from collections.abc import Iterator
 
 from ..errors import ConfigError, Diagnostic
 from ..loader import LoadResult
-from ..tools._meta import ENV_REFERENCE, allow_list
 from ..workflow.pricing import PriceTable, unpriced_budgets
+from ..workflow.toolmeta import ENV_REFERENCE, allow_list
 from ..workflow.tree import Task, ToolSpec, Workflow
 from ._common import at
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from prefect_folpipe.errors import Severity
-from prefect_folpipe.tools.discovery import (
+from prefect_folpipe.loader.toolsmd import (
     discover_tools,
     infer_shell_params,
     parse_tools_md,

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from prefect_folpipe.errors import Severity
-from prefect_folpipe.tools.inheritance import resolve_tools
+from prefect_folpipe.loader.inheritance import resolve_tools
 from prefect_folpipe.workflow.config import TaskConfig
 from prefect_folpipe.workflow.tree import ToolSpec
 

@@ -19,16 +19,16 @@ from typing import Any
 import yaml
 
 from ..errors import Diagnostic, Severity, did_you_mean
+from ..workflow.marker import describe_function, tool_meta
+from ..workflow.toolschema import ToolDefinitionError, empty_schema, object_schema
 from ..workflow.tree import ToolSpec
 from . import markdown
-from .decorator import describe_function, tool_meta
-from .loading import (
+from .code import (
     describe_exception,
     load_code_block,
     load_tools_module,
     tools_dir_digest,
 )
-from .schema import ToolDefinitionError, empty_schema, object_schema
 
 KINDS = ("python", "shell", "http", "mcp", "reference")
 TOOL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
