@@ -13,7 +13,8 @@ from ..workflow.tree import ToolSpec
 from ._yaml import SourceMap
 from .hooks import discover_hooks
 from .inheritance import resolve_tools
-from .toolsmd import discover_tools, parse_tools_md
+from .toolmodules import discover_tools
+from .toolsmd import parse_tools_md
 
 Lineage = Sequence[tuple[str, TaskConfig, tuple[ToolSpec, ...]]]
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from prefect_folpipe.loader.toolsmd import discover_tools
+from prefect_folpipe.loader.toolmodules import discover_tools
 from prefect_folpipe.messages import ToolCall
 from prefect_folpipe.tools.runtime import RUNNERS, Toolbox, register_runner, result_text
 from prefect_folpipe.workflow.config import TaskConfig
