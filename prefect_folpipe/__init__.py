@@ -25,7 +25,7 @@ _LAZY: dict[str, str] = {
     "run_workflow": "prefect_folpipe.compile",
     "flush_artifacts": "prefect_folpipe.compile",
     "RunResult": "prefect_folpipe.compile",
-    "load_workflow": "prefect_folpipe.loader",
+    "load_workflow": "prefect_folpipe.validate",
     "validate_workflow": "prefect_folpipe.validate",
     "tool": "prefect_folpipe.tools",
     "ToolContext": "prefect_folpipe.tools",

@@ -182,7 +182,7 @@ def why_payload(workflow: Workflow, tool_name: str) -> list[dict[str, Any]]:
 )
 def command(path: Path, as_json: bool, full: bool, tool_name: str | None) -> None:
     """Show the resolved task tree of PATH: kinds, settings, providers and each task's tools."""
-    from ..loader import load_workflow
+    from ..validate import load_workflow
 
     with handle_errors(json_output=as_json, root=path, validation_exit_code=EXIT_FAILED):
         workflow = load_workflow(path)

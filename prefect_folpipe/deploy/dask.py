@@ -78,7 +78,7 @@ def task_runner_for(settings: EffectiveSettings) -> Any | None:
 
 @lru_cache(maxsize=16)
 def _load(root_dir: str) -> Workflow:
-    from ..loader import load_workflow
+    from ..validate import load_workflow
 
     return load_workflow(Path(root_dir))
 

@@ -35,7 +35,7 @@ def workflow_folder(path: str | Path) -> Path:
 
 def load(path: str | Path) -> Workflow:
     """Load (and validate) the workflow at ``path``; raises FP610 or WorkflowValidationError."""
-    from ..loader import load_workflow
+    from ..validate import load_workflow
 
     return load_workflow(workflow_folder(path))
 

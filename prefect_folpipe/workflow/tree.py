@@ -1,6 +1,6 @@
 """The loaded, resolved workflow tree: immutable values the rest of the package reads.
 
-``loader.load_workflow`` builds these; nothing downstream touches the filesystem layout again
+``validate.load_workflow`` builds these; nothing downstream touches the filesystem layout again
 except through the paths recorded here.
 """
 

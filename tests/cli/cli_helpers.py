@@ -111,8 +111,10 @@ def graph_workflow() -> Workflow:
 def loader_ready() -> bool:
     """Whether the loader and validator are in the tree yet (they land in increments)."""
     try:
-        from prefect_folpipe.loader import load_workflow  # noqa: F401
-        from prefect_folpipe.validate import validate_workflow  # noqa: F401
+        from prefect_folpipe.validate import (
+            load_workflow,  # noqa: F401
+            validate_workflow,  # noqa: F401
+        )
     except ImportError:
         return False
     return True

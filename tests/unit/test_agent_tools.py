@@ -20,9 +20,9 @@ from prefect_folpipe.errors import (
     OutputValidationError,
     ProviderError,
 )
-from prefect_folpipe.loader import load_workflow
 from prefect_folpipe.providers.registry import ProviderOverride, ProviderPool
 from prefect_folpipe.providers.scripted import ScriptedProvider
+from prefect_folpipe.validate import load_workflow
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "agent" / "toolflow"
 
