@@ -14,7 +14,7 @@ from functools import cache
 from typing import Any
 
 from ..errors import Diagnostic, suggest
-from ..workflow.config import ProviderConfig, TaskConfig
+from ..workflow.config import NO_LIMIT, ProviderConfig, TaskConfig
 from ..workflow.providers import builtin_name, builtin_names, builtin_of_module, entry_point_names
 from ..workflow.tree import EffectiveSettings, ResolvedProvider
 from ._yaml import SourceMap
@@ -81,7 +81,7 @@ def _thaw(value: Any) -> Any:
 @cache
 def _effective(settings: Any, retry_on: tuple[str, ...] | None, security: Any) -> EffectiveSettings:
     values = {k: v for k, v in _thaw(settings).items() if v is not None}
-    if values.get("timeout") == -1:
+    if values.get("timeout") == NO_LIMIT:
         values.pop("timeout")
     for key in ("retry_delay_seconds", "tags"):
         if isinstance(values.get(key), list):

@@ -291,7 +291,7 @@ def _step(annotation: Any, part: str | int) -> Any:
 
 def _check_values(config: TaskConfig, source: SourceMap, task: str) -> list[Diagnostic]:
     timeout = config.settings.timeout
-    if timeout is None or timeout == -1 or timeout > 0:
+    if config.settings.time_limit is None or timeout > 0:  # type: ignore[operator]
         return []
     return [
         Diagnostic(
