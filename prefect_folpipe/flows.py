@@ -18,7 +18,7 @@ from typing import Any
 
 from prefect import flow
 
-GENERIC_FLOW_NAME = "folpipe-run"
+from .deploy.project import GENERIC_FLOW_NAME
 
 
 def run_name() -> str:
