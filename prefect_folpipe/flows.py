@@ -18,7 +18,7 @@ from typing import Any
 
 from prefect import flow
 
-from .deploy.project import GENERIC_FLOW_NAME
+from .workflow.names import GENERIC_FLOW_NAME
 
 
 def run_name() -> str:

@@ -24,7 +24,6 @@ from .dependencies import collect_dependencies
 FLOW_FILE = "flow.py"
 PROJECT_FILE = "prefect.yaml"
 ENTRYPOINT = f"{FLOW_FILE}:flow"
-GENERIC_FLOW_NAME = "folpipe-run"
 INSTALL_STEP = "prefect_folpipe.deploy.steps.install_dependencies"
 WORKDIR_STEP = "prefect.deployments.steps.set_working_directory"
 CONTAINER_POOL_TYPES = frozenset(

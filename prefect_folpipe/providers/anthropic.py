@@ -10,6 +10,7 @@ off: Prefect retries failed tasks.
 from __future__ import annotations
 
 import json
+from types import ModuleType
 from typing import Any, ClassVar
 
 from ..messages import (
@@ -27,7 +28,7 @@ from ..workflow.tree import Task
 from ._sdk import (
     DEFAULT_MAX_TOKENS,
     SdkProvider,
-    import_sdk,
+    missing_sdk,
     model_name,
     option,
     refusal_error,
@@ -45,7 +46,7 @@ class AnthropicProvider(SdkProvider):
     name: ClassVar[str] = "anthropic"
 
     def _new_client(self) -> Any:
-        sdk = import_sdk("anthropic", "anthropic")
+        sdk = _sdk()
         api_key = self._resolve_api_key("ANTHROPIC_API_KEY")
         return sdk.AsyncAnthropic(api_key=api_key, **self._client_options())
 
@@ -56,7 +57,7 @@ class AnthropicProvider(SdkProvider):
     async def complete(self, request: ModelRequest) -> ModelResponse:
         client = self._clients.get()
         kwargs = build_request(request, self.config)
-        message = await self._create("anthropic", client.messages.create, _error_detail, **kwargs)
+        message = await self._create(_sdk(), client.messages.create, _error_detail, **kwargs)
         return parse_response(message, request, provider=self.name)
 
 
@@ -190,3 +191,12 @@ def _error_detail(exc: Any) -> str:
             return f"{error.get('type', 'error')}: {error['message']}"
         return json.dumps(body)[:500]
     return str(getattr(exc, "message", "") or type(exc).__name__)
+
+
+def _sdk() -> ModuleType:
+    """The ``anthropic`` SDK (imported on first use), or FP321 with the install line."""
+    try:
+        import anthropic
+    except ImportError:
+        raise missing_sdk("anthropic") from None
+    return anthropic

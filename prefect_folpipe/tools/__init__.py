@@ -7,22 +7,10 @@ pieces load on first use.
 
 from __future__ import annotations
 
-from importlib import import_module
 from typing import Any
 
 from ..workflow.marker import tool
 from ..workflow.toolcontext import ToolContext
-
-_LAZY: dict[str, str] = {
-    "Hook": "prefect_folpipe.tools.hooks",
-    "Toolbox": "prefect_folpipe.tools.runtime",
-    "RUNNERS": "prefect_folpipe.tools.runtime",
-    "register_runner": "prefect_folpipe.tools.runtime",
-    "run_hook": "prefect_folpipe.tools.hooks",
-    "redact": "prefect_folpipe.tools.redact",
-    "redact_secrets": "prefect_folpipe.tools.redact",
-    "resolve_path": "prefect_folpipe.workflow.grants",
-}
 
 __all__ = [
     "RUNNERS",
@@ -39,7 +27,14 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
+    if name in ("Hook", "run_hook"):
+        from . import hooks as home
+    elif name in ("RUNNERS", "Toolbox", "register_runner"):
+        from . import runtime as home  # type: ignore[no-redef]
+    elif name in ("redact", "redact_secrets"):
+        from . import redact as home  # type: ignore[no-redef]
+    elif name == "resolve_path":
+        from ..workflow import grants as home  # type: ignore[no-redef]
+    else:
         raise AttributeError(f"module 'prefect_folpipe.tools' has no attribute {name!r}")
-    return getattr(import_module(module), name)
+    return getattr(home, name)

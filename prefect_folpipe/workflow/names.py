@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 
+GENERIC_FLOW_NAME = "folpipe-run"
+"""The flow of the generic deployment entrypoint ``prefect_folpipe.flows:run_workflow``."""
 _NOT_SLUG = re.compile(r"[^a-z0-9]+")
 
 
