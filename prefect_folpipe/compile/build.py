@@ -26,8 +26,8 @@ from .background import END_HOLD_S, WRITER
 from .contextops import child_context, merge_delta, plain, seed_context
 from .executor import LOG, TreeExecutor
 from .groups import Outcome
-from .leaf import FlowRuntime
 from .options import RunOptions
+from .passes import FlowRuntime
 from .plan import Plan, build_plan
 from .report import RunResult, RunTracker, reported_tasks
 from .runner import Runners

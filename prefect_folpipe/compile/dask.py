@@ -25,11 +25,11 @@ from typing import Any
 
 from ..agent import run_task
 from ..errors import ConfigError
-from ..providers.base import ModelRequest, ModelResponse, Usage
+from ..messages import ModelRequest, ModelResponse, Usage
 from ..workflow.tree import Task, Workflow
 from . import artifacts
 from .groups import Outcome
-from .leaf import PassRuntime, Payload
+from .passes import PassRuntime, Payload
 from .plan import DaskPlan
 from .report import RunTracker
 from .runtime import ModelServices, RunSpec, provider_salt
