@@ -6,7 +6,6 @@ are imported on first use.
 
 from __future__ import annotations
 
-from importlib import import_module
 from typing import Any
 
 from .errors import (
@@ -19,18 +18,6 @@ from .errors import (
 )
 
 __version__ = "0.1.0"
-
-_LAZY: dict[str, str] = {
-    "folder_to_flow": "prefect_folpipe.compile",
-    "run_workflow": "prefect_folpipe.compile",
-    "flush_artifacts": "prefect_folpipe.compile",
-    "RunResult": "prefect_folpipe.compile",
-    "load_workflow": "prefect_folpipe.loader",
-    "validate_workflow": "prefect_folpipe.validate",
-    "tool": "prefect_folpipe.tools",
-    "ToolContext": "prefect_folpipe.tools",
-    "Hook": "prefect_folpipe.tools",
-}
 
 __all__ = [
     "Diagnostic",
@@ -53,10 +40,15 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
+    if name in ("RunResult", "flush_artifacts", "folder_to_flow", "run_workflow"):
+        from . import compile as home  # imports Prefect on first use
+    elif name in ("load_workflow", "validate_workflow"):
+        from . import validate as home  # type: ignore[no-redef]
+    elif name in ("Hook", "ToolContext", "tool"):
+        from . import tools as home  # type: ignore[no-redef]
+    else:
         raise AttributeError(f"module 'prefect_folpipe' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
+    value = getattr(home, name)
     globals()[name] = value
     return value
 

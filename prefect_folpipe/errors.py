@@ -24,9 +24,11 @@ retried. Every exception here pickles (Prefect persists failed states).
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from enum import StrEnum
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 
 class Severity(StrEnum):
@@ -63,10 +65,21 @@ class Diagnostic:
 
 
 class FolpipeError(Exception):
-    """Base of every error raised by prefect_folpipe."""
+    """Base of every error raised by prefect_folpipe: a message, a stable code and a hint.
 
-    code: ClassVar[str] = "FP000"
+    Each class has a default ``code``; ``code=`` gives one raise a more precise one.
+    """
+
+    code: str = "FP000"
+    hint: str | None = None
     retryable: bool = False
+
+    def __init__(self, message: str = "", *, code: str | None = None, hint: str | None = None):
+        super().__init__(message)
+        if code:
+            self.code = code
+        if hint is not None:
+            self.hint = hint
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (_rebuild, (type(self), self.args, self.__dict__))
@@ -96,12 +109,6 @@ class ConfigError(FolpipeError):
 
     code = "FP400"
 
-    def __init__(self, message: str, *, code: str | None = None, hint: str | None = None) -> None:
-        super().__init__(message)
-        if code:
-            self.code = code  # type: ignore[misc]
-        self.hint = hint
-
 
 class TaskError(FolpipeError):
     """A task failed while running."""
@@ -126,8 +133,10 @@ class OutputValidationError(AgentError):
 
     code = "FP312"
 
-    def __init__(self, message: str, attempts: list[dict[str, Any]] | None = None) -> None:
-        super().__init__(message)
+    def __init__(
+        self, message: str, attempts: list[dict[str, Any]] | None = None, **coded: Any
+    ) -> None:
+        super().__init__(message, **coded)
         self.attempts = list(attempts or [])
 
 
@@ -177,8 +186,10 @@ class ProviderError(FolpipeError):
         kind: ProviderErrorKind = "server_error",
         provider: str | None = None,
         retry_after: float | None = None,
+        code: str | None = None,
+        hint: str | None = None,
     ) -> None:
-        super().__init__(message)
+        super().__init__(message, code=code, hint=hint)
         self.kind = kind
         self.provider = provider
         self.retry_after = retry_after
@@ -203,3 +214,15 @@ def is_retryable(exc: BaseException) -> bool:
     if isinstance(exc, FolpipeError):
         return bool(exc.retryable)
     return True
+
+
+def suggest(word: str, choices: Iterable[str], *, cutoff: float = 0.6) -> str | None:
+    """The choice closest to a misspelt ``word``, for a "did you mean" hint (or ``None``)."""
+    close = difflib.get_close_matches(str(word), [str(c) for c in choices], n=1, cutoff=cutoff)
+    return close[0] if close else None
+
+
+def did_you_mean(word: str, choices: Iterable[str], *, cutoff: float = 0.6) -> str | None:
+    """``"did you mean 'x'?"`` for a misspelt ``word``, or ``None``."""
+    close = suggest(word, choices, cutoff=cutoff)
+    return f"did you mean {close!r}?" if close else None

@@ -19,7 +19,6 @@ Evaluation is bounded: simpleeval caps powers, string repetition and comprehensi
 from __future__ import annotations
 
 import ast
-import difflib
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -28,7 +27,7 @@ from typing import Any
 
 import simpleeval
 
-from .errors import FolpipeError
+from .errors import FolpipeError, did_you_mean
 
 FUNCTIONS: dict[str, Callable[..., Any]] = {
     "any": any,
@@ -105,11 +104,6 @@ class ExpressionError(FolpipeError):
     """
 
     code = "FP130"
-
-    def __init__(self, message: str, *, code: str = "FP130", hint: str | None = None) -> None:
-        super().__init__(message)
-        self.code = code  # type: ignore[misc]
-        self.hint = hint
 
 
 @dataclass(frozen=True)
@@ -211,8 +205,8 @@ def _unsafe_node(node: ast.AST, known: set[str]) -> str | None:
     if isinstance(node, ast.Attribute) and node.attr.startswith("__"):
         return f"access to {node.attr!r} is not allowed"
     if isinstance(node, ast.Name) and node.id not in known:
-        close = difflib.get_close_matches(node.id, sorted(known), n=1)
-        suggestion = f" (did you mean {close[0]!r}?)" if close else ""
+        close = did_you_mean(node.id, sorted(known))
+        suggestion = f" ({close})" if close else ""
         return f"unknown name {node.id!r}{suggestion}; read values as context.{node.id}"
     if isinstance(node, ast.Call):
         return _unsafe_call(node)
@@ -386,7 +380,7 @@ def _contains(actual: Any, expected: Any) -> bool:
 def _structure_error(message: str, near: str | None = None) -> ExpressionError:
     hint = "write {key: review.approved, equals: true}; combine with all: [...] / any: [...]"
     if near:
-        close = difflib.get_close_matches(near, _STRUCTURED_KEYS, n=1)
+        close = did_you_mean(near, _STRUCTURED_KEYS)
         if close:
-            hint = f"did you mean {close[0]!r}? " + hint
+            hint = f"{close} " + hint
     return ExpressionError(message, hint=hint)

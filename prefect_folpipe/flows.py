@@ -18,7 +18,7 @@ from typing import Any
 
 from prefect import flow
 
-GENERIC_FLOW_NAME = "folpipe-run"
+from .workflow.names import GENERIC_FLOW_NAME
 
 
 def run_name() -> str:
@@ -54,7 +54,7 @@ async def run_workflow(
     from .compile import RunOptions, run_root
     from .compile.api import flow_return
     from .compile.runs import save_run_record
-    from .loader import load_workflow
+    from .validate import load_workflow
 
     workflow = load_workflow(Path(path).expanduser().resolve())
     options = RunOptions(provider=provider, replies=replies, fresh=fresh)

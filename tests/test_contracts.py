@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
+from builders import write_files
 
 from prefect_folpipe import (
     WorkflowValidationError,
@@ -88,18 +88,9 @@ REPLIES = {
 }
 
 
-def write(root: Path, files: dict[str, Any]) -> Path:
-    for rel, content in files.items():
-        target = root / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        text = content if isinstance(content, str) else yaml.safe_dump(content, sort_keys=False)
-        target.write_text(text, encoding="utf-8")
-    return root
-
-
 def rich_workflow(root: Path) -> Path:
     """Sequential root: tool call + echo, hooks, skipped branch, loop, shell hook."""
-    return write(
+    return write_files(
         root,
         {
             "task.yaml": {
@@ -187,7 +178,7 @@ def test_python_api_run_document_hooks_and_scripted_replies(tmp_path: Path, pref
 
 @pytest.mark.prefect
 def test_cli_provider_from_environment_failed_run_exits_one(tmp_path: Path, cli_env):
-    root = write(
+    root = write_files(
         tmp_path / "wf",
         {
             "task.yaml": {
@@ -203,7 +194,7 @@ def test_cli_provider_from_environment_failed_run_exits_one(tmp_path: Path, cli_
             "subtasks/30_branch/subtasks/leaf/instructions.md": "Leaf.",
         },
     )
-    replies = write(
+    replies = write_files(
         tmp_path, {"replies.yaml": {"tasks": {"check": [{"error": "auth"}]}, "default": "ok"}}
     )
     env = {
@@ -236,7 +227,7 @@ def test_cli_provider_from_environment_failed_run_exits_one(tmp_path: Path, cli_
 
 
 def test_load_raises_every_diagnostic_and_validate_never_raises(tmp_path: Path):
-    root = write(
+    root = write_files(
         tmp_path / "bad",
         {
             "task.yaml": "settings:\n  max_retrys: 2\nsubtasks:\n  execution_type: loop\n",
@@ -254,7 +245,7 @@ def test_load_raises_every_diagnostic_and_validate_never_raises(tmp_path: Path):
 
 
 def test_names_paths_and_provider_blocks(tmp_path: Path):
-    root = write(
+    root = write_files(
         tmp_path / "wf",
         {
             "task.yaml": {

@@ -15,8 +15,8 @@ from prefect_folpipe.agent.loop import AgentPass, converse
 from prefect_folpipe.compile.artifacts import render_task
 from prefect_folpipe.errors import HookError, ProviderError
 from prefect_folpipe.expressions import ExpressionError, compile_condition
-from prefect_folpipe.providers.base import ModelRequest, ModelResponse, ToolCall
-from prefect_folpipe.tools.discovery import discover_tools
+from prefect_folpipe.loader.toolmodules import discover_tools
+from prefect_folpipe.messages import ModelRequest, ModelResponse, ToolCall
 from prefect_folpipe.tools.hooks import run_hook
 from prefect_folpipe.tools.runtime import Toolbox
 from prefect_folpipe.workflow.config import TaskConfig

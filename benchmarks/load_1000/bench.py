@@ -19,8 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from prefect_folpipe.loader import load_workflow
-from prefect_folpipe.validate import validate_workflow
+from prefect_folpipe.validate import load_workflow, validate_workflow
 
 ROOT_YAML = """\
 name: bench

@@ -20,11 +20,9 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from ..errors import BudgetExceeded, ConfigError
-from ..providers.base import Usage
-from ..providers.pricing import PriceTable
+from ..messages import Usage
+from ..workflow.pricing import PriceTable, ancestor_paths, unpriced_budgets
 from ..workflow.tree import Task, Workflow
-
-UNPRICED_OK = frozenset({"scripted", "replay"})
 
 
 @dataclass
@@ -54,14 +52,6 @@ class Totals:
         data = asdict(self)
         data["cost_usd"] = round(self.cost_usd, 6)
         return data
-
-
-def ancestor_paths(path: str) -> list[str]:
-    """``a/b/c`` -> ``["a/b/c", "a/b", "a", ""]``: the task first, the root last."""
-    if not path:
-        return [""]
-    parts = path.split("/")
-    return ["/".join(parts[:n]) for n in range(len(parts), 0, -1)] + [""]
 
 
 class BudgetLedger:
@@ -148,24 +138,15 @@ class BudgetLedger:
 
     def _check_cost_budgets_are_priced(self) -> None:
         """A cost budget over a model without a price could never trigger: say so up front."""
-        for task in self._tasks.values():
-            provider = task.provider
-            if provider is None or not task.runs_agent or provider.type in UNPRICED_OK:
-                continue
-            if not any(
-                node.config.settings.cost_budget is not None
-                for node in (self._tasks.get(p) for p in ancestor_paths(task.path))
-                if node is not None
-            ):
-                continue
-            if self.prices.price(provider.model, provider.type) is None:
-                raise ConfigError(
-                    f"task {task.path or '<root>'!r} has a cost budget, but model "
-                    f"{provider.model!r} has no price",
-                    code="FP332",
-                    hint=f"add it to the root task.yaml: pricing: {{{provider.model}: "
-                    "{input_per_mtok: N, output_per_mtok: N}}",
-                )
+        for _, task in unpriced_budgets(self.workflow, self.prices):
+            model = task.provider.model if task.provider else None
+            raise ConfigError(
+                f"task {task.path or '<root>'!r} has a cost budget, but model {model!r} has no "
+                "price",
+                code="FP332",
+                hint=f"add it to the root task.yaml: pricing: {{{model}: "
+                "{input_per_mtok: N, output_per_mtok: N}}",
+            )
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)

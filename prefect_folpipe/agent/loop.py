@@ -16,12 +16,11 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from ..errors import MaxTurnsExceeded, OutputValidationError, ProviderError
-from ..providers.base import (
+from ..messages import (
     AssistantMessage,
     Message,
     ModelRequest,
     ModelResponse,
-    Provider,
     ToolCall,
     ToolDefinition,
     ToolResult,
@@ -30,6 +29,7 @@ from ..providers.base import (
     UserMessage,
     message_to_dict,
 )
+from ..providers.base import Provider
 from ..workflow.tree import Task
 from .output import check_output, output_schema, repair_prompt
 
@@ -224,12 +224,11 @@ async def _maybe_await(value: Any) -> Any:
 
 
 def _max_turns(task: Task, max_turns: int) -> MaxTurnsExceeded:
-    exc = MaxTurnsExceeded(
+    return MaxTurnsExceeded(
         f"task {task.path or task.name!r}: the model was still calling tools after "
-        f"{max_turns} turn(s) (settings.max_turns)"
+        f"{max_turns} turn(s) (settings.max_turns)",
+        hint="raise settings.max_turns or simplify the task",
     )
-    exc.hint = "raise settings.max_turns or simplify the task"  # type: ignore[attr-defined]
-    return exc
 
 
 def _bad_output(task: Task, attempts: list[dict[str, Any]]) -> OutputValidationError:
@@ -243,6 +242,6 @@ def _bad_output(task: Task, attempts: list[dict[str, Any]]) -> OutputValidationE
             excerpt = excerpt[:EXCERPT_CHARS] + "..."
         lines.append(f"  attempt {number}: {'; '.join(attempt['errors'])}")
         lines.append(f"    answer: {excerpt!r}")
-    exc = OutputValidationError("\n".join(lines), attempts)
-    exc.hint = "make the instructions ask for the declared keys and types"  # type: ignore[attr-defined]
-    return exc
+    return OutputValidationError(
+        "\n".join(lines), attempts, hint="make the instructions ask for the declared keys and types"
+    )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..providers.base import Usage
+from ..messages import Usage
 
 
 @dataclass
@@ -27,7 +27,7 @@ class TaskOutcome:
     prompt: str = ""
     """System prompt as sent."""
     transcript: list[dict[str, Any]] = field(default_factory=list)
-    """Messages of the conversation (``providers.base.message_to_dict`` form)."""
+    """Messages of the conversation (``messages.message_to_dict`` form)."""
     tool_log: list[dict[str, Any]] = field(default_factory=list)
     """One entry per tool call: name, arguments, result (truncated), is_error, duration_s."""
     model: str | None = None

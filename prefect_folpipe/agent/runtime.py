@@ -21,8 +21,9 @@ from typing import Any, Literal
 
 from ..errors import ConfigError, MissingInputError
 from ..providers.base import Provider
-from ..providers.registry import NO_PROVIDER_MESSAGE, provider_name
+from ..providers.registry import provider_name
 from ..workflow.context import ENV_KEY, answer_delta, visible_keys
+from ..workflow.providers import NO_PROVIDER_MESSAGE
 from ..workflow.tree import Task, Workflow
 from .loop import AgentPass, CallLedger, Conversation, converse
 from .result import TaskOutcome
@@ -96,9 +97,9 @@ def scoped_input(task: Task, context: Mapping[str, Any], phase: Phase = "single"
     if missing:
         exc = MissingInputError(
             f"task {task.path or task.name!r}: required input key(s) "
-            f"{', '.join(repr(k) for k in missing)} missing from the context"
+            f"{', '.join(repr(k) for k in missing)} missing from the context",
+            hint="produce the key in an earlier task, or pass it with --context",
         )
-        exc.hint = "produce the key in an earlier task, or pass it with --context"  # type: ignore[attr-defined]
         exc.missing = missing  # type: ignore[attr-defined]
         raise exc
     view = {key: context[key] for key in keys if key in context}

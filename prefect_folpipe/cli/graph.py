@@ -22,7 +22,7 @@ from ._render import EXIT_FAILED, handle_errors, print_json
 @click.option("--json", "as_json", is_flag=True, help='Print {"nodes", "edges"} JSON.')
 def command(path: Path, mermaid: bool, as_json: bool) -> None:
     """Draw the task tree of PATH: execution types, depends_on edges and loop bounds."""
-    from ..loader import load_workflow
+    from ..validate import load_workflow
 
     with handle_errors(json_output=as_json, root=path, validation_exit_code=EXIT_FAILED):
         workflow = load_workflow(path)

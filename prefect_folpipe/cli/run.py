@@ -78,7 +78,7 @@ def install_missing_dependencies(workflow: Workflow) -> None:
 
 
 def load(path: Path) -> Workflow:
-    from ..loader import load_workflow
+    from ..validate import load_workflow
 
     return load_workflow(path)
 

@@ -7,7 +7,6 @@ prints its diagnostics and exits 1, like ``folpipe validate``.
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,8 @@ from rich.tree import Tree
 
 from ..compile.plan import Plan, build_plan
 from ..compile.views import tool_origin, tree_to_dict
+from ..errors import did_you_mean
+from ..loader.inheritance import missing_reasons
 from ..workflow.tree import EffectiveSettings, Task, Workflow
 from ._render import EXIT_FAILED, get_console, handle_errors, print_diagnostics, print_json
 
@@ -197,44 +198,13 @@ def _label(task: Task, root_name: str) -> str:
 def _missing_reason(
     task: Task, lineage: list[Task], name: str, in_shared: bool, root_name: str
 ) -> str:
-    declarers = [
-        (index, ancestor)
-        for index, ancestor in enumerate(lineage)
-        if any(tool.name == name for tool in ancestor.own_tools)
-    ]
-    reasons = [
-        _blocked_reason(task, lineage, index, ancestor, name, root_name)
-        for index, ancestor in reversed(declarers)
-    ]
+    """Why ``task`` does not get tool ``name``: the loader's scoping rule, per ancestor
+    declaring it (nearest first), and a shared tool it does not ``use_shared``."""
+    chain = [(node.path, node.config, node.own_tools) for node in (*lineage, task)]
+    reasons = missing_reasons(chain, name, label=lambda path: path or root_name)
     if in_shared and name not in task.config.tools.use_shared:
         reasons.append("it is in shared/tools.md: add it to tools.use_shared")
     return "; ".join(reasons)
-
-
-def _blocked_reason(
-    task: Task, lineage: list[Task], index: int, ancestor: Task, name: str, root_name: str
-) -> str:
-    where = _label(ancestor, root_name)
-    config = task.config
-    tool = next(tool for tool in ancestor.own_tools if tool.name == name)
-    distance = len(lineage) - index
-    blockers = [b for b in lineage[index:] if name in b.config.block_tools]
-    if tool.scope == "local":
-        return f"{where} declares it with scope: local"
-    if config.inherit_tools is False:
-        return f"inherit_tools: false (declared by {where})"
-    if config.inherit_tools_depth != -1 and distance > config.inherit_tools_depth:
-        return (
-            f"{where} is {distance} levels up but inherit_tools_depth is "
-            f"{config.inherit_tools_depth}"
-        )
-    if blockers:
-        return f"blocked by {_label(blockers[-1], root_name)} (block_tools)"
-    if isinstance(config.inherit_tools, list) and name not in config.inherit_tools:
-        return f"not in this task's inherit_tools list (declared by {where})"
-    if name in config.exclude_tools:
-        return f"listed in this task's exclude_tools (declared by {where})"
-    return f"declared by {where} but filtered out"
 
 
 def check_tool_name(workflow: Workflow, tool_name: str) -> None:
@@ -242,8 +212,8 @@ def check_tool_name(workflow: Workflow, tool_name: str) -> None:
     declared = tool_declarations(workflow)
     if tool_name in declared:
         return
-    close = difflib.get_close_matches(tool_name, list(declared), n=3)
-    hint = f" (did you mean {', '.join(repr(name) for name in close)}?)" if close else ""
+    close = did_you_mean(tool_name, declared)
+    hint = f" ({close})" if close else ""
     known = ", ".join(sorted(declared)) or "none"
     raise click.BadParameter(
         f"no task declares a tool named {tool_name!r}{hint}; declared tools: {known}",
@@ -293,7 +263,7 @@ def why_payload(workflow: Workflow, tool_name: str) -> list[dict[str, Any]]:
 )
 def command(path: Path, as_json: bool, full: bool, tool_name: str | None) -> None:
     """Show the resolved task tree of PATH: kinds, settings, providers and each task's tools."""
-    from ..loader import load_workflow
+    from ..validate import load_workflow
 
     with handle_errors(json_output=as_json, root=path, validation_exit_code=EXIT_FAILED):
         workflow = load_workflow(path)

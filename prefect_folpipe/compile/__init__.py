@@ -9,9 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from .options import RunOptions
-from .report import RunResult
-
 __all__ = [
     "RunOptions",
     "RunResult",
@@ -24,15 +21,18 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    """The Prefect-bound public names, imported on first use."""
     if name in ("folder_to_flow", "run_workflow", "arun_workflow"):
-        from . import api as module
+        from . import api as home
+    elif name == "RunResult":
+        from . import report as home  # type: ignore[no-redef]
+    elif name == "RunOptions":
+        from . import options as home  # type: ignore[no-redef]
     elif name == "run_root":
-        from . import build as module  # type: ignore[no-redef]
+        from . import build as home  # type: ignore[no-redef]
     elif name == "flush_artifacts":
-        from . import background as module  # type: ignore[no-redef]
+        from . import background as home  # type: ignore[no-redef]
     else:
         raise AttributeError(f"module 'prefect_folpipe.compile' has no attribute {name!r}")
-    value = getattr(module, name)
+    value = getattr(home, name)
     globals()[name] = value
     return value

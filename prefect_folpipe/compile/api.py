@@ -49,7 +49,7 @@ def _loop_running() -> bool:
 
 def load(path: str | Path) -> Workflow:
     """Load and validate a workflow folder (raises ``WorkflowValidationError``)."""
-    from ..loader import load_workflow
+    from ..validate import load_workflow
 
     return load_workflow(Path(path))
 

@@ -14,9 +14,9 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from ..workflow.names import slug
 from ..workflow.tree import Task
 from .background import WRITER
-from .cache import slug
 
 LOG = logging.getLogger("prefect_folpipe.compile")
 MAX_SECTION_CHARS = 8_000

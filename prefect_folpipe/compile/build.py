@@ -19,15 +19,15 @@ from prefect.context import FlowRunContext
 
 from ..agent import run_task
 from ..errors import ConfigError, ProviderError
+from ..workflow.names import slug
 from ..workflow.tree import Task, Workflow
 from . import artifacts
 from .background import END_HOLD_S, WRITER
-from .cache import slug
 from .contextops import child_context, merge_delta, plain, seed_context
 from .executor import LOG, TreeExecutor
 from .groups import Outcome
-from .leaf import FlowRuntime
 from .options import RunOptions
+from .passes import FlowRuntime
 from .plan import Plan, build_plan
 from .report import RunResult, RunTracker, reported_tasks
 from .runner import Runners

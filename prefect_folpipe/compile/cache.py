@@ -9,21 +9,15 @@ context the task sees + loop iteration + phase + the provider override + a cache
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Mapping
 from typing import Any
 
 from ..workflow.context import checkpoint_inputs
+from ..workflow.names import slug
 from ..workflow.tree import Task
 from .contextops import canonical_json
 
 CACHE_VERSION = "folpipe-cache-1"
-_SLUG = re.compile(r"[^a-z0-9]+")
-
-
-def slug(text: str, *, limit: int = 60) -> str:
-    """Lowercase letters, digits and dashes (Prefect artifact keys, file names)."""
-    return _SLUG.sub("-", text.lower()).strip("-")[:limit].strip("-") or "root"
 
 
 def task_identity(task: Task) -> str:

@@ -25,11 +25,11 @@ from typing import Any
 
 from ..agent import run_task
 from ..errors import ConfigError
-from ..providers.base import ModelRequest, ModelResponse, Usage
+from ..messages import ModelRequest, ModelResponse, Usage
 from ..workflow.tree import Task, Workflow
 from . import artifacts
 from .groups import Outcome
-from .leaf import PassRuntime, Payload
+from .passes import PassRuntime, Payload
 from .plan import DaskPlan
 from .report import RunTracker
 from .runtime import ModelServices, RunSpec, provider_salt
@@ -178,7 +178,7 @@ KEEP_RUNS = 4
 
 def load(spec: RunSpec) -> Workflow:
     """The run's workflow, loaded once per process (the last few runs are kept)."""
-    from ..loader import load_workflow
+    from ..validate import load_workflow
 
     found = _LOADED.get(spec.key)
     if found is None:

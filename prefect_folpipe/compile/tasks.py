@@ -12,8 +12,8 @@ from prefect import Task as PrefectTask
 from prefect.cache_policies import NO_CACHE
 from prefect.context import TaskRunContext
 
+from ..workflow.names import slug
 from ..workflow.tree import Task
-from .cache import slug
 from .contextops import unbox
 from .leaf import LeafRef, ProcessLocal, leaf_task, task_options
 from .plan import Plan

@@ -7,10 +7,12 @@ are read from the tasks, so every view draws what the run does.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..workflow.tree import Task, ToolSpec
-from .plan import NodePlan, Plan
+
+if TYPE_CHECKING:
+    from .plan import NodePlan, Plan
 
 ROOT_LABEL = "root"
 

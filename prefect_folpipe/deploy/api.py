@@ -26,10 +26,10 @@ from ..workflow.tree import Workflow
 from .options import DeployRequest, resolve_pool
 from .project import (
     ENTRYPOINT,
+    default_deployment_name,
     dependency_job_variables,
     ensure_flow_file,
     pull_steps,
-    slug,
     workflow_tags,
 )
 
@@ -162,8 +162,7 @@ async def create_deployment(workflow: Workflow, request: DeployRequest) -> Deplo
     written = None if request.generic else ensure_flow_file(workflow.root_dir)
     storage = WorkflowStorage(workflow)
     flow = await load_deploy_flow(workflow, storage, generic=request.generic)
-    deploy = workflow.root.config.deploy
-    name = request.name or (deploy.name if deploy and deploy.name else slug(workflow.name))
+    name = request.name or default_deployment_name(workflow)
     tags = workflow_tags(workflow, list(request.tags))
     deployment = await flow.ato_deployment(
         name=name,

@@ -35,7 +35,7 @@ def workflow_folder(path: str | Path) -> Path:
 
 def load(path: str | Path) -> Workflow:
     """Load (and validate) the workflow at ``path``; raises FP610 or WorkflowValidationError."""
-    from ..loader import load_workflow
+    from ..validate import load_workflow
 
     return load_workflow(workflow_folder(path))
 
@@ -185,10 +185,9 @@ BANNED_NAME_CHARACTERS = "/%&><"
 def deployment_name(workflow: Workflow, name: str | None) -> str:
     """``--name``, else ``deploy.name``, else the workflow's name as a slug; FP623 when it
     holds a character Prefect refuses in names (``/ % & > <``)."""
-    from .project import slug
+    from .project import default_deployment_name
 
-    deploy = workflow.root.config.deploy
-    chosen = name or (deploy.name if deploy and deploy.name else slug(workflow.name))
+    chosen = name or default_deployment_name(workflow)
     bad = sorted({c for c in chosen if c in BANNED_NAME_CHARACTERS})
     if bad or not chosen.strip():
         raise ConfigError(

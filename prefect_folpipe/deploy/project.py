@@ -9,7 +9,6 @@ plain ``prefect deploy`` inside the folder works. Prefect-free.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,14 +17,13 @@ import yaml
 
 from ..errors import ConfigError
 from ..workflow.config import Schedule
+from ..workflow.names import slug
 from ..workflow.tree import Workflow
 from .dependencies import collect_dependencies
 
 FLOW_FILE = "flow.py"
 PROJECT_FILE = "prefect.yaml"
 ENTRYPOINT = f"{FLOW_FILE}:flow"
-GENERIC_ENTRYPOINT = "prefect_folpipe.flows:run_workflow"
-GENERIC_FLOW_NAME = "folpipe-run"
 INSTALL_STEP = "prefect_folpipe.deploy.steps.install_dependencies"
 WORKDIR_STEP = "prefect.deployments.steps.set_working_directory"
 CONTAINER_POOL_TYPES = frozenset(
@@ -45,9 +43,16 @@ flow = folder_to_flow(Path(__file__).parent)
 '''
 
 
-def slug(text: str) -> str:
-    """A deployment-friendly name: lowercase letters, digits and dashes."""
-    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "workflow"
+def default_deployment_name(workflow: Workflow) -> str:
+    """A deployment's name when none is given: the root ``deploy.name``, else the workflow's
+    name as a slug."""
+    deploy = workflow.root.config.deploy
+    return deploy.name if deploy and deploy.name else project_slug(workflow)
+
+
+def project_slug(workflow: Workflow) -> str:
+    """The workflow's name as lowercase letters, digits and dashes."""
+    return slug(workflow.name, limit=200, empty="workflow")
 
 
 def workflow_tags(workflow: Workflow, extra: list[str] | tuple[str, ...] = ()) -> list[str]:
@@ -101,7 +106,7 @@ def deployment_entry(workflow: Workflow, options: ProjectOptions) -> dict[str, A
     """One entry of prefect.yaml's ``deployments:`` list."""
     deploy = workflow.root.config.deploy
     entry: dict[str, Any] = {
-        "name": options.name or (deploy.name if deploy and deploy.name else slug(workflow.name)),
+        "name": options.name or default_deployment_name(workflow),
         "entrypoint": ENTRYPOINT,
         "description": workflow.root.config.description or f"folpipe workflow {workflow.name}",
         "tags": workflow_tags(workflow, options.tags),
@@ -121,7 +126,7 @@ def project_document(workflow: Workflow, options: ProjectOptions) -> dict[str, A
     from importlib.metadata import version
 
     return {
-        "name": slug(workflow.name),
+        "name": project_slug(workflow),
         "prefect-version": version("prefect"),
         "build": None,
         "push": None,

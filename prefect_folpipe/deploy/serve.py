@@ -13,7 +13,7 @@ from typing import Any
 from ..workflow.config import Schedule
 from ..workflow.tree import Workflow
 from .api import prefect_schedules
-from .project import ENTRYPOINT, ensure_flow_file, slug, workflow_tags
+from .project import ENTRYPOINT, default_deployment_name, ensure_flow_file, workflow_tags
 
 
 def serve_deployment(
@@ -29,9 +29,8 @@ def serve_deployment(
     from prefect.runner.storage import LocalStorage
     from prefect.types.entrypoint import EntrypointType
 
-    deploy = workflow.root.config.deploy
     options: dict[str, Any] = {
-        "name": name or (deploy.name if deploy and deploy.name else slug(workflow.name)),
+        "name": name or default_deployment_name(workflow),
         "schedules": prefect_schedules(schedule),
         "parameters": parameters or {},
         "tags": workflow_tags(workflow),

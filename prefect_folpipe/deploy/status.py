@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID
 
+from ..workflow.names import GENERIC_FLOW_NAME
 from ..workflow.tree import Workflow
-from .project import GENERIC_FLOW_NAME
 
 PAGE = 200
 MAX_DEPTH = 32

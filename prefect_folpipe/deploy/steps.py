@@ -20,7 +20,7 @@ from .dependencies import collect_dependencies, dedupe, install
 
 def install_dependencies(path: str = ".", packages: list[str] | None = None) -> dict[str, object]:
     """Install the workflow's ``dependencies:`` (plus ``packages``) into the running interpreter."""
-    from ..loader import load_workflow
+    from ..validate import load_workflow
 
     wanted = dedupe([*collect_dependencies(load_workflow(Path(path))), *(packages or [])])
     command = install(wanted)

@@ -3,9 +3,9 @@
 ``load_workflow(path)`` walks the folder (spec §2.5, §2.7), parses every task.yaml with line
 numbers, applies the config cascade (§5.0), resolves providers (§6.4), expands instruction
 includes and the JSON-output instruction (§2.4), discovers and resolves tools (§2.8-2.10) and
-hooks, hashes each task's content, then runs the validation rules of ``validate/``. It raises
-one :class:`WorkflowValidationError` carrying every error; warnings stay on
-``Workflow.warnings``. :func:`load` does the same without the rules and without raising.
+hooks, and hashes each task's content. :func:`load` never raises for author mistakes: it
+returns what it could build with every diagnostic found while reading. The rules that look at
+the whole tree, and ``load_workflow``, are in ``validate/``.
 """
 
 from __future__ import annotations
@@ -15,16 +15,16 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ..errors import Diagnostic, Severity, WorkflowValidationError
+from ..errors import Diagnostic, Severity
 from ..workflow.tree import Task, ToolSpec, Workflow
 from . import _tools
 from ._cascade import Cascade, ProviderTable, check_task_provider
 from ._discover import Discovery, RawTask
 from ._hash import task_hash
 from ._instructions import Snippets, system_prompt
-from ._yaml import SourceMap
+from ._yaml import Loc, SourceMap
 
-__all__ = ["LoadResult", "SourceMap", "load", "load_workflow"]
+__all__ = ["LoadResult", "Loc", "SourceMap", "load"]
 
 
 @dataclass
@@ -75,18 +75,6 @@ def _load(root: Path) -> LoadResult:
     workflow = Workflow(root=task, root_dir=root, name=task.name, shared_tools=builder.shared_tools)
     diagnostics = _dedupe([*discovery.diagnostics, *builder.diagnostics])
     return LoadResult(root, workflow, diagnostics, builder.sources)
-
-
-def load_workflow(path: str | Path) -> Workflow:
-    """Load and validate a workflow folder; raise WorkflowValidationError on any error."""
-    from ..validate import check
-
-    result, diagnostics = check(path)
-    errors = [d for d in diagnostics if d.severity == Severity.ERROR]
-    if errors or result.workflow is None:
-        raise WorkflowValidationError(diagnostics)
-    warnings = tuple(d for d in diagnostics if d.severity == Severity.WARNING)
-    return replace(result.workflow, warnings=warnings)
 
 
 class _Builder:

@@ -8,28 +8,17 @@ overrides an ancestor.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from functools import cache
 from typing import Any
 
-from ..errors import Diagnostic
-from ..workflow.config import ProviderConfig, TaskConfig
+from ..errors import Diagnostic, suggest
+from ..workflow.config import NO_LIMIT, ProviderConfig, TaskConfig
+from ..workflow.providers import builtin_name, builtin_names, builtin_of_module, entry_point_names
 from ..workflow.tree import EffectiveSettings, ResolvedProvider
-from ._config import suggest
 from ._yaml import SourceMap
 
-BUILTIN_PROVIDERS: dict[str, str] = {
-    "anthropic": "anthropic",
-    "claude": "anthropic",
-    "openai": "openai",
-    "ollama": "ollama",
-    "scripted": "scripted",
-    "replay": "replay",
-}
-"""Provider names and aliases -> adapter type."""
-_LEGACY_MODULE = re.compile(r"(?:agentflow|prefect_folpipe)\.providers\.(\w+)")
 _BLOCK_KEYS = frozenset(ProviderConfig.model_fields)
 _PROVIDER_HINT = "declare it under the root task.yaml `providers:` block, or use a built-in name"
 
@@ -92,7 +81,7 @@ def _thaw(value: Any) -> Any:
 @cache
 def _effective(settings: Any, retry_on: tuple[str, ...] | None, security: Any) -> EffectiveSettings:
     values = {k: v for k, v in _thaw(settings).items() if v is not None}
-    if values.get("timeout") == -1:
+    if values.get("timeout") == NO_LIMIT:
         values.pop("timeout")
     for key in ("retry_delay_seconds", "tags"):
         if isinstance(values.get(key), list):
@@ -130,10 +119,10 @@ class ProviderTable:
         return table
 
     def knows(self, name: str) -> bool:
-        return name in self.blocks or name in BUILTIN_PROVIDERS
+        return name in self.blocks or builtin_name(name) is not None
 
     def names(self) -> list[str]:
-        return sorted(set(self.blocks) | set(BUILTIN_PROVIDERS))
+        return sorted(set(self.blocks) | set(builtin_names()))
 
     def _check_block(self, key: str, block: ProviderConfig, source: SourceMap) -> None:
         kind = adapter_type(key, block)
@@ -159,7 +148,7 @@ class ProviderTable:
         if not name or not self.knows(name):
             return None
         block = self.blocks.get(name)
-        kind = self.types.get(name) if block is not None else BUILTIN_PROVIDERS[name]
+        kind = self.types.get(name) if block is not None else builtin_name(name)
         if kind is None:
             return None
         settings = block.model_dump(exclude_unset=True) if block is not None else {}
@@ -171,40 +160,27 @@ class ProviderTable:
 def adapter_type(key: str, block: ProviderConfig) -> str | None:
     """Which adapter a block uses: by ``type:``, else its key, else ``module:``."""
     if block.type is not None:
-        if block.type in BUILTIN_PROVIDERS:
-            return BUILTIN_PROVIDERS[block.type]
-        return "custom" if _is_entry_point(block.type) else None
-    if key in BUILTIN_PROVIDERS:
-        return BUILTIN_PROVIDERS[key]
+        builtin = builtin_name(block.type)
+        if builtin is not None:
+            return builtin
+        return "custom" if block.type in entry_point_names() else None
+    if builtin_name(key) is not None:
+        return builtin_name(key)
     if block.module:
-        legacy = _LEGACY_MODULE.fullmatch(block.module)
-        if legacy and legacy.group(1) in BUILTIN_PROVIDERS:
-            return BUILTIN_PROVIDERS[legacy.group(1)]
-        return "custom"
+        return builtin_of_module(block.module) or "custom"
     return None
-
-
-@cache
-def _entry_point_names() -> frozenset[str]:
-    from importlib.metadata import entry_points
-
-    return frozenset(ep.name for ep in entry_points(group="prefect_folpipe.providers"))
-
-
-def _is_entry_point(name: str) -> bool:
-    return name in _entry_point_names()
 
 
 def _unknown_type(key: str, block: ProviderConfig, source: SourceMap) -> Diagnostic:
     if block.type is not None:
-        close = suggest(block.type, sorted(BUILTIN_PROVIDERS))
+        close = suggest(block.type, builtin_names())
         return Diagnostic(
             "FP162",
             f"provider {key!r} has unknown type {block.type!r}",
             source.file,
             source.line(("providers", key, "type")),
             "",
-            f"did you mean {close!r}?" if close else f"types: {', '.join(BUILTIN_PROVIDERS)}",
+            f"did you mean {close!r}?" if close else f"types: {', '.join(builtin_names())}",
         )
     return Diagnostic(
         "FP162",
@@ -212,7 +188,7 @@ def _unknown_type(key: str, block: ProviderConfig, source: SourceMap) -> Diagnos
         source.file,
         source.line(("providers", key)),
         "",
-        f"add `type:` ({', '.join(BUILTIN_PROVIDERS)}) or `module:` for a custom provider",
+        f"add `type:` ({', '.join(builtin_names())}) or `module:` for a custom provider",
     )
 
 

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import difflib
 import re
 from inspect import isclass
 from typing import Any, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
-from ..errors import Diagnostic
+from ..errors import Diagnostic, suggest
 from ..workflow.config import OUTPUT_TYPES, TaskConfig
 from ._yaml import Loc, SourceMap
 
@@ -42,12 +41,6 @@ def dotted(loc: Loc) -> str:
     for part in loc:
         text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
     return text or "<document>"
-
-
-def suggest(word: object, choices: list[str], cutoff: float = 0.6) -> str | None:
-    """The closest choice to ``word`` (difflib), for a "did you mean" hint."""
-    close = difflib.get_close_matches(str(word), choices, n=1, cutoff=cutoff)
-    return close[0] if close else None
 
 
 def parse_config(
@@ -298,7 +291,7 @@ def _step(annotation: Any, part: str | int) -> Any:
 
 def _check_values(config: TaskConfig, source: SourceMap, task: str) -> list[Diagnostic]:
     timeout = config.settings.timeout
-    if timeout is None or timeout == -1 or timeout > 0:
+    if config.settings.time_limit is None or timeout > 0:  # type: ignore[operator]
         return []
     return [
         Diagnostic(

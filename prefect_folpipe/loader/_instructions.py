@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import Diagnostic
+from ..errors import Diagnostic, suggest
 
 INCLUDE = re.compile(r"\{%-?\s*include\s+([\"'])([^\"'\n]+)\1\s*-?%\}")
 ANY_INCLUDE = re.compile(r"\{%-?\s*include\b[^\n]*?%\}|\{%-?\s*include\b")
@@ -143,7 +143,6 @@ class _Expansion:
         return self.run(body.rstrip("\n"), rel, 1, (*stack, name))
 
     def _unknown(self, name: str, file: str, line: int) -> None:
-        from ._config import suggest
 
         available = self.snippets.available()
         close = suggest(name, available)

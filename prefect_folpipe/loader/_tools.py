@@ -1,4 +1,4 @@
-"""Calls into the tools package (its seams are in docs/internals.md), imported lazily."""
+"""A task's tools and hooks: its own, the shared ones, and what it inherits (spec §2.8-2.10)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,10 @@ from ..errors import Diagnostic
 from ..workflow.config import TaskConfig
 from ..workflow.tree import ToolSpec
 from ._yaml import SourceMap
+from .hooks import discover_hooks
+from .inheritance import resolve_tools
+from .toolmodules import discover_tools
+from .toolsmd import parse_tools_md
 
 Lineage = Sequence[tuple[str, TaskConfig, tuple[ToolSpec, ...]]]
 
@@ -21,8 +25,6 @@ def own_tools(
     """A task's tools.md + tools/*.py (skipped cheaply when it has neither)."""
     if "tools.md" not in entries and "tools" not in entries:
         return (), []
-    from ..tools.discovery import discover_tools
-
     tools, diagnostics = discover_tools(folder, owner=path)
     return tuple(tools), list(diagnostics)
 
@@ -32,8 +34,6 @@ def shared_tools(root: Path) -> tuple[tuple[ToolSpec, ...], list[Diagnostic]]:
     file = root / "shared" / "tools.md"
     if not file.is_file():
         return (), []
-    from ..tools.discovery import parse_tools_md
-
     tools, diagnostics = parse_tools_md(file, owner="<shared>")
     return tuple(tools), list(diagnostics)
 
@@ -48,8 +48,6 @@ def resolved_tools(
         and not _names_tools(lineage[-1][1])
     ):
         return (), []
-    from ..tools.inheritance import resolve_tools
-
     tools, diagnostics = resolve_tools(list(lineage), shared)
     return tuple(tools), list(diagnostics)
 
@@ -68,8 +66,6 @@ def hooks(folder: Path, entries: frozenset[str]) -> dict[str, Path]:
     """``pre_run`` / ``post_run`` hook files of a task."""
     if "hooks" not in entries:
         return {}
-    from ..tools.hooks import discover_hooks
-
     return dict(discover_hooks(folder))
 
 

@@ -1,4 +1,5 @@
-"""Model providers: neutral message types, the provider protocol, and the registry/pool.
+"""Model providers: the provider protocol and the registry/pool (message types re-exported from
+``messages`` for provider authors).
 
 Adapters (``scripted``, ``anthropic``, ``openai``, ``ollama``, ``replay``) are imported lazily
 by ``registry`` when a workflow uses them.
@@ -6,12 +7,11 @@ by ``registry`` when a workflow uses them.
 
 from __future__ import annotations
 
-from .base import (
+from ..messages import (
     AssistantMessage,
     Message,
     ModelRequest,
     ModelResponse,
-    Provider,
     ToolCall,
     ToolDefinition,
     ToolResult,
@@ -20,6 +20,7 @@ from .base import (
     UserMessage,
     message_to_dict,
 )
+from .base import Provider
 from .registry import (
     ProviderEnv,
     ProviderOverride,

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
-import importlib
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -17,8 +16,7 @@ from types import ModuleType
 from typing import Any, ClassVar, Self
 
 from ..errors import ConfigError, ProviderError, ProviderErrorKind
-from ..workflow.config import ProviderConfig
-from .base import (
+from ..messages import (
     AssistantMessage,
     Message,
     ModelRequest,
@@ -27,6 +25,7 @@ from .base import (
     ToolResultsMessage,
     UserMessage,
 )
+from ..workflow.config import ProviderConfig
 
 SecretResolver = Callable[[str], str]
 
@@ -36,16 +35,13 @@ INVALID_ARGUMENTS_KEY = "__invalid_json__"
 the tool runtime's schema check reports that back to the model."""
 
 
-def import_sdk(module: str, extra: str) -> ModuleType:
-    """Import an optional SDK, or fail with the ``pip install`` line that provides it."""
-    try:
-        return importlib.import_module(module)
-    except ImportError:
-        raise ConfigError(
-            f"the {module!r} package is not installed",
-            code="FP321",
-            hint=f"pip install 'prefect-folpipe[{extra}]'",
-        ) from None
+def missing_sdk(module: str) -> ConfigError:
+    """FP321 for an optional SDK that is not installed, with the ``pip install`` line."""
+    return ConfigError(
+        f"the {module!r} package is not installed",
+        code="FP321",
+        hint=f"pip install 'prefect-folpipe[{module}]'",
+    )
 
 
 def resolve_api_key(
@@ -160,10 +156,7 @@ def provider_error(
     """A ProviderError whose message never contains ``secret``."""
     if secret:
         message = message.replace(secret, "[REDACTED]")
-    error = ProviderError(message, kind=kind, provider=provider, retry_after=retry_after)
-    if code:
-        error.code = code  # type: ignore[misc]
-    return error
+    return ProviderError(message, kind=kind, provider=provider, retry_after=retry_after, code=code)
 
 
 def status_error(
@@ -357,13 +350,12 @@ class SdkProvider:
 
     async def _create(
         self,
-        sdk_module: str,
+        sdk: ModuleType,
         method: Callable[..., Any],
         detail: Callable[[Any], str],
         **kwargs: Any,
     ) -> Any:
         """Call an ``anthropic`` / ``openai`` SDK method, mapping their shared error classes."""
-        sdk = import_sdk(sdk_module, sdk_module)
         try:
             return await method(**kwargs)
         except sdk.APIStatusError as exc:

@@ -10,21 +10,10 @@ off: Prefect retries failed tasks.
 from __future__ import annotations
 
 import json
+from types import ModuleType
 from typing import Any, ClassVar
 
-from ..workflow.config import ProviderConfig
-from ..workflow.tree import Task
-from ._sdk import (
-    DEFAULT_MAX_TOKENS,
-    SdkProvider,
-    import_sdk,
-    model_name,
-    option,
-    refusal_error,
-    task_where,
-    truncated_error,
-)
-from .base import (
+from ..messages import (
     AssistantMessage,
     Message,
     ModelRequest,
@@ -33,6 +22,18 @@ from .base import (
     ToolResultsMessage,
     Usage,
     UserMessage,
+)
+from ..workflow.config import ProviderConfig
+from ..workflow.tree import Task
+from ._sdk import (
+    DEFAULT_MAX_TOKENS,
+    SdkProvider,
+    missing_sdk,
+    model_name,
+    option,
+    refusal_error,
+    task_where,
+    truncated_error,
 )
 
 CACHE_BREAKPOINT = {"type": "ephemeral"}
@@ -45,7 +46,7 @@ class AnthropicProvider(SdkProvider):
     name: ClassVar[str] = "anthropic"
 
     def _new_client(self) -> Any:
-        sdk = import_sdk("anthropic", "anthropic")
+        sdk = _sdk()
         api_key = self._resolve_api_key("ANTHROPIC_API_KEY")
         return sdk.AsyncAnthropic(api_key=api_key, **self._client_options())
 
@@ -56,7 +57,7 @@ class AnthropicProvider(SdkProvider):
     async def complete(self, request: ModelRequest) -> ModelResponse:
         client = self._clients.get()
         kwargs = build_request(request, self.config)
-        message = await self._create("anthropic", client.messages.create, _error_detail, **kwargs)
+        message = await self._create(_sdk(), client.messages.create, _error_detail, **kwargs)
         return parse_response(message, request, provider=self.name)
 
 
@@ -190,3 +191,12 @@ def _error_detail(exc: Any) -> str:
             return f"{error.get('type', 'error')}: {error['message']}"
         return json.dumps(body)[:500]
     return str(getattr(exc, "message", "") or type(exc).__name__)
+
+
+def _sdk() -> ModuleType:
+    """The ``anthropic`` SDK (imported on first use), or FP321 with the install line."""
+    try:
+        import anthropic
+    except ImportError:
+        raise missing_sdk("anthropic") from None
+    return anthropic

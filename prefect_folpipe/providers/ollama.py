@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import contextvars
 import json
+from types import ModuleType
 from typing import Any, ClassVar
 
 import httpx
 
 from ..errors import ConfigError
+from ..messages import AssistantMessage, ModelRequest, ModelResponse, ToolCall, ToolResult, Usage
 from ..workflow.config import ProviderConfig
 from ..workflow.tree import Task
 from ._sdk import (
@@ -24,19 +26,11 @@ from ._sdk import (
     chat_messages,
     connection_error,
     function_tools,
-    import_sdk,
+    missing_sdk,
     model_name,
     option,
     provider_error,
     status_error,
-)
-from .base import (
-    AssistantMessage,
-    ModelRequest,
-    ModelResponse,
-    ToolCall,
-    ToolResult,
-    Usage,
 )
 
 DEFAULT_HOST = "http://localhost:11434"
@@ -64,7 +58,7 @@ class OllamaProvider(SdkProvider):
         self._tool_support: dict[str, bool] = {}
 
     def _new_client(self) -> Any:
-        sdk = import_sdk("ollama", "ollama")
+        sdk = _sdk()
         # a key is optional (Ollama's hosted API, or a proxy in front of a local server)
         api_key = self._resolve_api_key(None, required=False)
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else None
@@ -113,7 +107,7 @@ class OllamaProvider(SdkProvider):
         return parse_response(answer, request)
 
     async def _call(self, method: Any, *args: Any, **kwargs: Any) -> Any:
-        sdk = import_sdk("ollama", "ollama")
+        sdk = _sdk()
         _error_headers.set(None)
         try:
             return await method(*args, **kwargs)
@@ -216,3 +210,12 @@ def _arguments(raw: Any) -> dict[str, Any]:
         except json.JSONDecodeError:
             return {INVALID_ARGUMENTS_KEY: raw}
     return dict(raw or {})
+
+
+def _sdk() -> ModuleType:
+    """The ``ollama`` SDK (imported on first use), or FP321 with the install line."""
+    try:
+        import ollama
+    except ImportError:
+        raise missing_sdk("ollama") from None
+    return ollama

@@ -9,8 +9,10 @@ schema) unless ``json_mode: false``. The SDK's own retries are off: Prefect retr
 from __future__ import annotations
 
 import json
+from types import ModuleType
 from typing import Any, ClassVar
 
+from ..messages import AssistantMessage, ModelRequest, ModelResponse, ToolCall, ToolResult, Usage
 from ..workflow.config import ProviderConfig
 from ..workflow.tree import Task
 from ._sdk import (
@@ -18,21 +20,13 @@ from ._sdk import (
     SdkProvider,
     chat_messages,
     function_tools,
-    import_sdk,
+    missing_sdk,
     model_name,
     option,
     provider_error,
     refusal_error,
     task_where,
     truncated_error,
-)
-from .base import (
-    AssistantMessage,
-    ModelRequest,
-    ModelResponse,
-    ToolCall,
-    ToolResult,
-    Usage,
 )
 
 NO_KEY_PLACEHOLDER = "not-needed"
@@ -45,7 +39,7 @@ class OpenAIProvider(SdkProvider):
     name: ClassVar[str] = "openai"
 
     def _new_client(self) -> Any:
-        sdk = import_sdk("openai", "openai")
+        sdk = _sdk()
         api_key = self._resolve_api_key("OPENAI_API_KEY", required=self.config.base_url is None)
         return sdk.AsyncOpenAI(api_key=api_key or NO_KEY_PLACEHOLDER, **self._client_options())
 
@@ -57,7 +51,7 @@ class OpenAIProvider(SdkProvider):
         client = self._clients.get()
         kwargs = build_request(request, self.config)
         create = client.chat.completions.create
-        completion = await self._create("openai", create, _error_detail, **kwargs)
+        completion = await self._create(_sdk(), create, _error_detail, **kwargs)
         return parse_response(completion, request, provider=self.name)
 
 
@@ -164,3 +158,12 @@ def _error_detail(exc: Any) -> str:
             return str(error["message"])
         return json.dumps(body)[:500]
     return str(getattr(exc, "message", "") or type(exc).__name__)
+
+
+def _sdk() -> ModuleType:
+    """The ``openai`` SDK (imported on first use), or FP321 with the install line."""
+    try:
+        import openai
+    except ImportError:
+        raise missing_sdk("openai") from None
+    return openai

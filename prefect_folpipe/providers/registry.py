@@ -12,7 +12,6 @@ class is called with the block's settings as keyword arguments (extra keys inclu
 from __future__ import annotations
 
 import contextlib
-import difflib
 import importlib
 import inspect
 import os
@@ -25,22 +24,22 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from ..errors import ConfigError
+from ..errors import ConfigError, did_you_mean
+from ..messages import ModelRequest, ModelResponse
 from ..workflow.config import ProviderConfig
+from ..workflow.providers import (
+    BUILTIN_TYPES,
+    ENTRY_POINT_GROUP,
+    NO_PROVIDER_MESSAGE,
+    builtin_of_module,
+    canonical_type,
+    known_provider_names,
+)
 from ..workflow.tree import ResolvedProvider, Task, Workflow
-from .base import ModelRequest, ModelResponse, Provider
+from .base import Provider
 
-ENTRY_POINT_GROUP = "prefect_folpipe.providers"
-BUILTINS: dict[str, str] = {
-    "scripted": "prefect_folpipe.providers.scripted",
-    "anthropic": "prefect_folpipe.providers.anthropic",
-    "openai": "prefect_folpipe.providers.openai",
-    "ollama": "prefect_folpipe.providers.ollama",
-    "replay": "prefect_folpipe.providers.replay",
-}
-ALIASES: dict[str, str] = {"claude": "anthropic"}
-LEGACY_PREFIXES: tuple[str, ...] = ("agentflow.providers.", "prefect_folpipe.providers.")
-NO_PROVIDER_MESSAGE = "No LLM provider configured. Add a `providers` block to your root task.yaml."
+MODULES: dict[str, str] = {name: f"prefect_folpipe.providers.{name}" for name in BUILTIN_TYPES}
+"""Built-in adapter -> its module (imported on first use)."""
 BLOCK_KEYS = frozenset({"type", "module"})
 
 SecretResolver = Callable[[str], str]
@@ -79,52 +78,25 @@ def override_from_env(environ: Mapping[str, str] | None = None) -> ProviderOverr
     return ProviderOverride(name, replies)
 
 
-def canonical_type(name: str) -> str:
-    """Built-in name for a type/alias (``claude`` -> ``anthropic``); other names unchanged."""
-    lowered = name.strip().lower()
-    for prefix in LEGACY_PREFIXES:
-        if lowered.startswith(prefix):
-            lowered = lowered[len(prefix) :]
-    return ALIASES.get(lowered, lowered)
-
-
-def builtin_module_name(module: str) -> str | None:
-    """The built-in named by ``agentflow.providers.<name>`` (or our own module path), if any."""
-    if not module.startswith(LEGACY_PREFIXES) or ":" in module:
-        return None
-    name = canonical_type(module)
-    return name if name in BUILTINS else None
-
-
-def known_provider_names() -> list[str]:
-    """Built-ins, aliases and installed entry points (for hints and validation)."""
-    names = set(BUILTINS) | set(ALIASES)
-    names.update(ep.name for ep in entry_points(group=ENTRY_POINT_GROUP))
-    return sorted(names)
-
-
 def resolve_provider_class(type_name: str | None, module: str | None = None) -> Any:
     """The class (or factory) for a block: ``module:`` first, then built-ins, then entry points."""
-    builtin = builtin_module_name(module) if module else None
+    builtin = builtin_of_module(module) if module else None
     if module and builtin is None:
         return load_module_provider(module)
     name = builtin or canonical_type(type_name or "")
-    if name in BUILTINS:
+    if name in MODULES:
         return _load_builtin(name)
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         if ep.name == name:
             return _load_entry_point(ep)
-    suggestion = difflib.get_close_matches(name, known_provider_names(), n=1)
-    hint = (
-        f"did you mean {suggestion[0]!r}?"
-        if suggestion
-        else (f"use one of {', '.join(known_provider_names())}, or `module: pkg.mod:Class`")
+    hint = did_you_mean(name, known_provider_names()) or (
+        f"use one of {', '.join(known_provider_names())}, or `module: pkg.mod:Class`"
     )
     raise ConfigError(f"unknown provider type {name!r}", code="FP301", hint=hint)
 
 
 def _load_builtin(name: str) -> Any:
-    module_name = BUILTINS[name]
+    module_name = MODULES[name]
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:

@@ -27,17 +27,11 @@ from typing import Any, ClassVar
 import yaml
 
 from ..errors import ConfigError, ProviderError
+from ..messages import ModelRequest, ModelResponse, ToolCall, Usage, message_to_dict
 from ..workflow.config import ProviderConfig
 from ..workflow.tree import Task
 from ._sdk import provider_error
-from .base import (
-    ModelRequest,
-    ModelResponse,
-    Provider,
-    ToolCall,
-    Usage,
-    message_to_dict,
-)
+from .base import Provider
 
 CASSETTE_VERSION = 1
 WORKFLOW_PLACEHOLDER = "<workflow>"

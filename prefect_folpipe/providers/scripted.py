@@ -32,7 +32,7 @@ from typing import Any, ClassVar, get_args
 import yaml
 
 from ..errors import ConfigError, ProviderError, ProviderErrorKind
-from .base import (
+from ..messages import (
     AssistantMessage,
     Message,
     ModelRequest,

@@ -1,51 +1,48 @@
-"""Tools: ``@tool``, ``ToolContext``, ``Hook``, discovery, inheritance and the tool runtime.
+"""Tools at run time: the toolbox a task's agent calls, one runner per tool kind, hooks.
 
-Public API (re-exported by ``prefect_folpipe``): :func:`tool`, :class:`ToolContext`,
-:class:`Hook`. The seams other packages call (docs/internals.md) are importable from here too;
-the runtime pieces load on first use.
+Public API (re-exported by ``prefect_folpipe``): :func:`tool`, :class:`ToolContext` (both
+defined in ``workflow/``, since the loader reads them too) and :class:`Hook`. The runtime
+pieces load on first use.
 """
 
 from __future__ import annotations
 
-from importlib import import_module
 from typing import Any
 
-from .context import ToolContext
-from .decorator import tool
-from .discovery import discover_tools, parse_tools_md
-from .hooks import Hook, discover_hooks
-from .inheritance import resolve_tools
-
-_LAZY: dict[str, str] = {
-    "Toolbox": "prefect_folpipe.tools.runtime",
-    "RUNNERS": "prefect_folpipe.tools.runtime",
-    "register_runner": "prefect_folpipe.tools.runtime",
-    "run_hook": "prefect_folpipe.tools.hooks",
-    "redact": "prefect_folpipe.tools.redact",
-    "redact_secrets": "prefect_folpipe.tools.redact",
-    "resolve_path": "prefect_folpipe.tools.sandbox",
-}
+from ..workflow.marker import tool
+from ..workflow.toolcontext import ToolContext
 
 __all__ = [
     "RUNNERS",
     "Hook",
     "ToolContext",
     "Toolbox",
-    "discover_hooks",
-    "discover_tools",
-    "parse_tools_md",
     "redact",
     "redact_secrets",
     "register_runner",
     "resolve_path",
-    "resolve_tools",
     "run_hook",
     "tool",
 ]
 
 
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'prefect_folpipe.tools' has no attribute {name!r}")
-    return getattr(import_module(module), name)
+    # each import names its module explicitly (``from . import redact`` would ask this
+    # module for ``redact`` again while the submodule is being imported)
+    if name in ("Hook", "run_hook"):
+        from .hooks import Hook, run_hook
+
+        return {"Hook": Hook, "run_hook": run_hook}[name]
+    if name in ("RUNNERS", "Toolbox", "register_runner"):
+        from .runtime import RUNNERS, Toolbox, register_runner
+
+        return {"RUNNERS": RUNNERS, "Toolbox": Toolbox, "register_runner": register_runner}[name]
+    if name in ("redact", "redact_secrets"):
+        from .redact import redact, redact_secrets
+
+        return {"redact": redact, "redact_secrets": redact_secrets}[name]
+    if name == "resolve_path":
+        from ..workflow.grants import resolve_path
+
+        return resolve_path
+    raise AttributeError(f"module 'prefect_folpipe.tools' has no attribute {name!r}")

@@ -45,9 +45,9 @@ from typing import Any
 import httpx
 
 from ..errors import SandboxViolation
+from ..workflow.toolcontext import ToolContext
+from ..workflow.toolmeta import ENV_REFERENCE, allow_list, meta_names
 from ..workflow.tree import ToolSpec
-from ._meta import ENV_REFERENCE, allow_list, meta_names
-from .context import ToolContext
 from .runtime import CodedToolError, register_runner
 
 DEFAULT_MAX_BYTES = 1_000_000

@@ -32,9 +32,9 @@ from pathlib import Path
 from typing import Any
 
 from ..workflow.config import McpServer
+from ..workflow.toolcontext import ToolContext
+from ..workflow.toolmeta import ENV_REFERENCE
 from ..workflow.tree import ToolSpec
-from ._meta import ENV_REFERENCE
-from .context import ToolContext
 from .runtime import CodedToolError, register_runner
 
 _LISTINGS: dict[tuple[str, str, str], dict[str, Any]] = {}

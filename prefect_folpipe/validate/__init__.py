@@ -1,6 +1,7 @@
 """Validation: every author mistake of a workflow folder, found in one pass.
 
-Loading (``loader.load``) reports what it meets while reading: YAML syntax, unknown keys, wrong
+``load_workflow`` composes the two and raises once. Loading (``loader.load``) reports what it
+meets while reading: YAML syntax, unknown keys, wrong
 types, names, includes, providers, tools. Then each rule of :data:`RULES` — a small pure
 function ``(LoadResult) -> Iterable[Diagnostic]`` — looks at the loaded tree, in order. Add a
 rule by writing a module with one such function and appending it here.
@@ -9,10 +10,12 @@ rule by writing a module with one such function and appending it here.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from pathlib import Path
 
-from ..errors import Diagnostic, Severity
+from ..errors import Diagnostic, Severity, WorkflowValidationError
 from ..loader import LoadResult, load
+from ..workflow.tree import Workflow
 from .backends import check_backends
 from .conditions import check_conditions
 from .dependencies import check_dependencies
@@ -35,7 +38,7 @@ RULES: tuple[Rule, ...] = (
     check_hook_files,
 )
 
-__all__ = ["RULES", "Rule", "check", "run_rules", "validate_workflow"]
+__all__ = ["RULES", "Rule", "check", "load_workflow", "run_rules", "validate_workflow"]
 
 
 def run_rules(result: LoadResult, rules: Iterable[Rule] = RULES) -> list[Diagnostic]:
@@ -50,6 +53,17 @@ def check(path: str | Path) -> tuple[LoadResult, list[Diagnostic]]:
     result = load(path)
     diagnostics = [*result.diagnostics, *run_rules(result)]
     return result, by_severity(diagnostics)
+
+
+def load_workflow(path: str | Path) -> Workflow:
+    """Load and validate a workflow folder; raise ``WorkflowValidationError`` carrying every
+    diagnostic when there is any error (warnings stay on ``Workflow.warnings``)."""
+    result, diagnostics = check(path)
+    errors = [d for d in diagnostics if d.severity == Severity.ERROR]
+    if errors or result.workflow is None:
+        raise WorkflowValidationError(diagnostics)
+    warnings = tuple(d for d in diagnostics if d.severity == Severity.WARNING)
+    return replace(result.workflow, warnings=warnings)
 
 
 def validate_workflow(path: str | Path) -> list[Diagnostic]:

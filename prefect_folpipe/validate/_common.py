@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 from ..errors import Diagnostic, Severity
-from ..loader import LoadResult
-from ..loader._yaml import Loc
+from ..loader import LoadResult, Loc
 from ..workflow.tree import Task
 
 
@@ -27,8 +24,3 @@ def at(
 def siblings(task: Task) -> tuple[Task, ...]:
     """A task's children, enabled and disabled."""
     return (*task.children, *task.disabled_children)
-
-
-def families(result: LoadResult) -> Iterator[Task]:
-    """Every task that has children (enabled or disabled)."""
-    return (task for task in result.all_tasks() if siblings(task))

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..agent.budget import UNPRICED_OK, ancestor_paths
 from ..errors import ConfigError, Diagnostic
 from ..loader import LoadResult
-from ..providers.pricing import PriceTable
-from ..tools._meta import ENV_REFERENCE, allow_list
+from ..workflow.pricing import PriceTable, unpriced_budgets
+from ..workflow.toolmeta import ENV_REFERENCE, allow_list
 from ..workflow.tree import Task, ToolSpec, Workflow
 from ._common import at
 
@@ -112,28 +111,19 @@ def _check_pricing(result: LoadResult, root: Task) -> Iterator[Diagnostic]:
 def _check_cost_budgets(
     result: LoadResult, workflow: Workflow, prices: PriceTable
 ) -> Iterator[Diagnostic]:
-    by_path = {task.path: task for task in workflow.tasks()}
     reported: set[tuple[str, str | None]] = set()
-    for task in by_path.values():
-        provider = task.provider
-        if provider is None or not task.runs_agent or provider.type in UNPRICED_OK:
+    for budgeted, task in unpriced_budgets(workflow, prices):
+        model = task.provider.model if task.provider else None
+        if (budgeted.path, model) in reported:
             continue
-        budgeted = [
-            by_path[path]
-            for path in ancestor_paths(task.path)
-            if path in by_path and by_path[path].config.settings.cost_budget is not None
-        ]
-        if not budgeted or (budgeted[0].path, provider.model) in reported:
-            continue
-        if prices.price(provider.model, provider.type) is None:
-            reported.add((budgeted[0].path, provider.model))
-            yield at(
-                result,
-                budgeted[0],
-                "FP332",
-                f"`cost_budget` covers task {task.path or '<root>'!r}, whose model "
-                f"{provider.model!r} has no price, so the budget could never trigger",
-                ("settings", "cost_budget"),
-                f"add `pricing: {{{provider.model}: {{input_per_mtok: N, output_per_mtok: N}}}}` "
-                "to the root task.yaml",
-            )
+        reported.add((budgeted.path, model))
+        yield at(
+            result,
+            budgeted,
+            "FP332",
+            f"`cost_budget` covers task {task.path or '<root>'!r}, whose model "
+            f"{model!r} has no price, so the budget could never trigger",
+            ("settings", "cost_budget"),
+            f"add `pricing: {{{model}: {{input_per_mtok: N, output_per_mtok: N}}}}` "
+            "to the root task.yaml",
+        )

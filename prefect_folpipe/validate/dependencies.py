@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..errors import Diagnostic, Severity
+from ..errors import Diagnostic, Severity, suggest
 from ..loader import LoadResult
-from ..loader._config import suggest
 from ..workflow.tree import Task
 from ._common import at, siblings
 

@@ -37,15 +37,14 @@ class _Field:
     low: int
     high: int
     names: tuple[str, ...] = ()
-    name_base: int = 0
     specials: frozenset[str] = frozenset()
 
 
 _MINUTE = _Field("minute", 0, 59)
 _HOUR = _Field("hour", 0, 23)
 _DOM = _Field("day of month", 1, 31, specials=frozenset({"?", "L"}))
-_MONTH = _Field("month", 1, 12, _MONTHS, 1)
-_DOW = _Field("day of week", 0, 7, _DAYS, 0, specials=frozenset({"?"}))
+_MONTH = _Field("month", 1, 12, _MONTHS)
+_DOW = _Field("day of week", 0, 7, _DAYS, specials=frozenset({"?"}))
 _SECOND = _Field("second", 0, 59)
 _YEAR = _Field("year", 1970, 2099)
 _LAYOUTS: dict[int, tuple[_Field, ...]] = {

@@ -1,4 +1,4 @@
-"""Hook files checked without running them (the tools package knows what a hook must define)."""
+"""Hook files checked without running them (the loader knows what a hook must define)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..errors import Diagnostic
 from ..loader import LoadResult
-from ..tools.hooks import check_hooks
+from ..loader.hooks import check_hooks
 
 
 def check_hook_files(result: LoadResult) -> Iterator[Diagnostic]:

@@ -21,6 +21,10 @@ BranchAs = Literal["subflow", "task"]
 OUTPUT_TYPES: tuple[str, ...] = ("str", "int", "float", "bool", "list", "dict")
 
 
+NO_LIMIT = -1
+"""``settings.timeout: -1``: run without a time limit."""
+
+
 class StrictModel(BaseModel):
     """Base for task.yaml models: frozen, unknown keys rejected."""
 
@@ -45,6 +49,12 @@ class Settings(StrictModel):
     """Delay before each retry; a number grows exponentially, a list is used as is."""
     timeout: float | None = None
     """Seconds per attempt; ``-1`` or ``null`` = no limit. For a loop: the whole loop."""
+
+    @property
+    def time_limit(self) -> float | None:
+        """``timeout`` as a limit: ``None`` for no limit (``-1`` or unset)."""
+        return None if self.timeout is None or self.timeout == NO_LIMIT else self.timeout
+
     parallel_workers: int | None = Field(default=None, ge=1)
     max_turns: int | None = Field(default=None, ge=1)
     output_retries: int | None = Field(default=None, ge=0)

@@ -1,6 +1,6 @@
 """The loaded, resolved workflow tree: immutable values the rest of the package reads.
 
-``loader.load_workflow`` builds these; nothing downstream touches the filesystem layout again
+``validate.load_workflow`` builds these; nothing downstream touches the filesystem layout again
 except through the paths recorded here.
 """
 
@@ -66,6 +66,7 @@ class EffectiveSettings:
     max_retries: int = 0
     retry_delay_seconds: float | tuple[float, ...] = 1.0
     timeout: float | None = None
+    """Seconds per attempt (the whole loop for a loop); ``None``: no limit (never ``-1``/``0``)."""
     parallel_workers: int | None = None
     max_turns: int = DEFAULT_MAX_TURNS
     output_retries: int = DEFAULT_OUTPUT_RETRIES

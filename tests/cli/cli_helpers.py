@@ -1,72 +1,22 @@
-"""Builders of hand-made ``spec`` trees for rendering tests (no loader involved)."""
+"""Hand-made trees for rendering tests (no loader involved) and the CLI fixtures folder."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
-from prefect_folpipe.workflow import (
-    EffectiveSettings,
-    ProviderConfig,
-    ResolvedProvider,
-    Task,
-    TaskConfig,
-    ToolSpec,
-    Workflow,
-)
+from builders import ROOT, make_task, make_tool, make_workflow
 
-ROOT = Path("/workflows/demo")
+from prefect_folpipe.workflow import EffectiveSettings, Workflow
 
-
-def make_tool(name: str, *, origin: str = "own", owner: str = "", kind: str = "python") -> ToolSpec:
-    return ToolSpec(
-        name=name,
-        kind=kind,  # type: ignore[arg-type]
-        description=f"{name} tool",
-        parameters={"type": "object", "properties": {}},
-        source_file=str(ROOT / "tools.md"),
-        origin=origin,  # type: ignore[arg-type]
-        owner=owner,
-    )
-
-
-def make_task(
-    name: str,
-    path: str,
-    *,
-    children: Sequence[Task] = (),
-    disabled: Sequence[Task] = (),
-    config: dict[str, Any] | None = None,
-    tools: Sequence[ToolSpec] = (),
-    own_tools: Sequence[ToolSpec] = (),
-    provider: tuple[str, str | None] | None = None,
-    instructions: str | None = "Do the work.",
-    priority: int = 50,
-    settings: EffectiveSettings | None = None,
-) -> Task:
-    resolved = None
-    if provider is not None:
-        block, model = provider
-        resolved = ResolvedProvider(name=block, type=block, config=ProviderConfig(model=model))
-    return Task(
-        name=name,
-        path=path,
-        folder=ROOT / path if path else ROOT,
-        config=TaskConfig.model_validate(config or {}),
-        settings=settings or EffectiveSettings(),
-        priority=priority,
-        instructions=instructions,
-        children=tuple(children),
-        disabled_children=tuple(disabled),
-        tools=tuple(tools),
-        own_tools=tuple(own_tools),
-        provider=resolved,
-    )
-
-
-def make_workflow(root: Task) -> Workflow:
-    return Workflow(root=root, root_dir=ROOT, name=root.name)
+__all__ = [
+    "CLI_FIXTURES",
+    "ROOT",
+    "cv_pipeline",
+    "graph_workflow",
+    "make_task",
+    "make_tool",
+    "make_workflow",
+]
 
 
 def cv_pipeline() -> Workflow:
@@ -106,16 +56,6 @@ def graph_workflow() -> Workflow:
         settings=EffectiveSettings(parallel_workers=2),
     )
     return make_workflow(root)
-
-
-def loader_ready() -> bool:
-    """Whether the loader and validator are in the tree yet (they land in increments)."""
-    try:
-        from prefect_folpipe.loader import load_workflow  # noqa: F401
-        from prefect_folpipe.validate import validate_workflow  # noqa: F401
-    except ImportError:
-        return False
-    return True
 
 
 CLI_FIXTURES = Path(__file__).parent.parent / "fixtures" / "cli"

@@ -14,8 +14,6 @@ from prefect_folpipe.cli.init import SCHEMA_FILE, WORKFLOW_TEMPLATES, scaffold, 
 from prefect_folpipe.expressions import compile_condition
 from prefect_folpipe.workflow import TaskConfig
 
-from .cli_helpers import loader_ready
-
 MODELINE = re.compile(r"^# yaml-language-server: \$schema=(\S+)$", re.MULTILINE)
 
 
@@ -152,7 +150,6 @@ def test_init_inside_subtasks_adds_a_task_to_the_workflow(tmp_path: Path) -> Non
     TaskConfig.model_validate(yaml.safe_load(text) or {})
 
 
-@pytest.mark.skipif(not loader_ready(), reason="the loader is not committed yet")
 @pytest.mark.parametrize("template", WORKFLOW_TEMPLATES)
 def test_every_template_validates_with_zero_diagnostics(tmp_path: Path, template: str) -> None:
     from prefect_folpipe.validate import validate_workflow
@@ -161,7 +158,6 @@ def test_every_template_validates_with_zero_diagnostics(tmp_path: Path, template
     assert [str(d) for d in validate_workflow(tmp_path / "wf")] == []
 
 
-@pytest.mark.skipif(not loader_ready(), reason="the loader is not committed yet")
 def test_a_task_added_by_init_keeps_the_workflow_valid(tmp_path: Path) -> None:
     from prefect_folpipe.validate import validate_workflow
 
@@ -171,7 +167,6 @@ def test_a_task_added_by_init_keeps_the_workflow_valid(tmp_path: Path) -> None:
 
 
 @pytest.mark.prefect
-@pytest.mark.skipif(not loader_ready(), reason="the loader is not committed yet")
 @pytest.mark.parametrize("template", WORKFLOW_TEMPLATES)
 def test_every_template_runs_offline_as_a_prefect_flow(
     tmp_path: Path, template: str, prefect_harness: str

@@ -4,14 +4,11 @@ from __future__ import annotations
 
 import json
 
-import pytest
 from click.testing import CliRunner
 
 from prefect_folpipe.cli import cli
 
-from .cli_helpers import CLI_FIXTURES, loader_ready
-
-pytestmark = pytest.mark.skipif(not loader_ready(), reason="the loader is not committed yet")
+from .cli_helpers import CLI_FIXTURES
 
 VALID = CLI_FIXTURES / "valid"
 BROKEN = CLI_FIXTURES / "broken"

@@ -7,14 +7,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 from click.testing import CliRunner
 
 from prefect_folpipe.cli import cli
 
-from .cli_helpers import CLI_FIXTURES, loader_ready
-
-pytestmark = pytest.mark.skipif(not loader_ready(), reason="the loader is not committed yet")
+from .cli_helpers import CLI_FIXTURES
 
 BROKEN = CLI_FIXTURES / "broken"
 VALID = CLI_FIXTURES / "valid"

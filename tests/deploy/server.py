@@ -1,9 +1,10 @@
 """A real ``prefect server start`` process for deployment tests, and the processes around it.
 
-One server per test session (SQLite in a temporary PREFECT_HOME, analytics off, a free port on
-127.0.0.1). Every process started through :meth:`PrefectServer.spawn` (workers, ``serve``)
-runs in its own process group and is stopped by PID when the session ends, also on failure;
-the server itself is stopped last.
+One server per test session and database (SQLite in a temporary PREFECT_HOME by default, or
+the PostgreSQL URL given to :func:`start_server`; analytics off, a free port on 127.0.0.1).
+Every process started through :meth:`PrefectServer.spawn` (workers, ``serve``) runs in its own
+process group and is stopped by PID when the session ends, also on failure; the server itself
+is stopped last.
 """
 
 from __future__ import annotations
@@ -58,6 +59,8 @@ class PrefectServer:
     env: dict[str, str]
     process: subprocess.Popen[bytes]
     children: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    database_url: str = ""
+    startup_s: float = 0.0  # from spawn until /api/health answered (includes migrations)
 
     def run(
         self, args: Sequence[str], *, cwd: Path | None = None, timeout: float = 180.0
@@ -94,14 +97,14 @@ class PrefectServer:
         stop_process_group(self.process, grace_s=20.0)
 
 
-def _server_env(home: Path) -> dict[str, str]:
+def _server_env(home: Path, database_url: str) -> dict[str, str]:
     env = dict(os.environ)
     for key in ("PREFECT_API_URL", "PREFECT_API_KEY", "PREFECT_PROFILES_PATH"):
         env.pop(key, None)
     env.update(
         PREFECT_HOME=str(home),
         PREFECT_SERVER_ANALYTICS_ENABLED="false",
-        PREFECT_API_DATABASE_CONNECTION_URL=f"sqlite+aiosqlite:///{home / 'prefect.db'}",
+        PREFECT_API_DATABASE_CONNECTION_URL=database_url,
         PREFECT_LOGGING_LEVEL="INFO",
         PREFECT_SERVER_LOGGING_LEVEL="WARNING",
         PYTHONUNBUFFERED="1",
@@ -124,23 +127,31 @@ def wait_healthy(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
     )
 
 
-def start_server() -> PrefectServer:
-    """Start ``prefect server start`` and wait until it is healthy."""
+def start_server(database_url: str | None = None) -> PrefectServer:
+    """Start ``prefect server start`` and wait until it is healthy.
+
+    ``database_url`` is Prefect's SQLAlchemy URL (``postgresql+asyncpg://…``); by default a
+    fresh SQLite file in the server's temporary PREFECT_HOME. The server migrates it on start.
+    """
     home = Path(tempfile.mkdtemp(prefix="folpipe-server-home-"))
     port = free_port()
     url = f"http://127.0.0.1:{port}/api"
-    env = _server_env(home)
+    database_url = database_url or f"sqlite+aiosqlite:///{home / 'prefect.db'}"
+    env = _server_env(home, database_url)
     log = home / "server.log"
+    began = time.monotonic()
     with log.open("wb") as handle:
         process = subprocess.Popen(
             [PREFECT, "server", "start", "--host", "127.0.0.1", "--port", str(port)],
             env=env, stdout=handle, stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
     server = PrefectServer(url, home, {**env, "PREFECT_API_URL": url}, process)
+    server.database_url = database_url
     atexit.register(server.stop)
     try:
         wait_healthy(url, process, log)
     except BaseException:
         server.stop()
         raise
+    server.startup_s = time.monotonic() - began
     return server

@@ -65,7 +65,7 @@ async def test_status_lists_the_folders_runs_with_task_counts(
 
     from prefect_folpipe.compile import arun_workflow
     from prefect_folpipe.deploy.status import recent_runs
-    from prefect_folpipe.loader import load_workflow
+    from prefect_folpipe.validate import load_workflow
 
     other = tmp_path / "elsewhere" / "report"  # same workflow name, another folder
     shutil.copytree(FIXTURE, other)

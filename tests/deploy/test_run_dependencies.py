@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from prefect_folpipe.deploy import dependencies
-from prefect_folpipe.loader import load_workflow
+from prefect_folpipe.validate import load_workflow
 
 
 def test_missing_keeps_only_unsatisfied_requirements() -> None:

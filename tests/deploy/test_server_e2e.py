@@ -1,4 +1,5 @@
-"""End to end on a real ``prefect server``: deploy, schedule, work, parameters, resume.
+"""End to end on a real ``prefect server`` backed by a real PostgreSQL (``prefect_pg_server``;
+skips loudly where no PostgreSQL can be started): deploy, schedule, work, parameters, resume.
 
 A workflow folder (``tests/fixtures/deploy/report``, offline on its scripted replies) is deployed
 three ways onto a process work pool: ``folpipe deploy`` (with an interval schedule),
@@ -131,9 +132,9 @@ def evidence(workflow: Path, flow_run_id: UUID) -> dict[str, Any]:
 
 
 def test_deploy_schedule_work_and_resume_on_a_real_server(
-    prefect_server: PrefectServer, tmp_path: Path
+    prefect_pg_server: PrefectServer, tmp_path: Path
 ) -> None:
-    server = prefect_server
+    server = prefect_pg_server
     ok(server.run([PREFECT, "work-pool", "create", POOL, "--type", "process"]))
     via_api, via_yaml, resumable = (copy_workflow(tmp_path, n) for n in ("api", "yaml", "resume"))
 

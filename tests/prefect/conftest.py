@@ -7,30 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
-
-SCRIPTED = {"default": "scripted", "scripted": {"replies": "replies.yaml"}}
-
-
-def write_workflow(root: Path, files: Mapping[str, Any]) -> Path:
-    """Create a workflow folder: ``{relative path: text or dict (written as YAML)}``.
-
-    The root task.yaml gets the scripted provider (replies.yaml) unless it names providers.
-    """
-    root.mkdir(parents=True, exist_ok=True)
-    files = dict(files)
-    root_yaml = dict(files.pop("task.yaml", {}) or {})
-    root_yaml.setdefault("providers", SCRIPTED)
-    files["task.yaml"] = root_yaml
-    replies = files.get("replies.yaml", {})
-    if isinstance(replies, dict):
-        files["replies.yaml"] = {"default": "ok", **replies}
-    for rel, content in files.items():
-        target = root / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        text = content if isinstance(content, str) else yaml.safe_dump(content, sort_keys=False)
-        target.write_text(text, encoding="utf-8")
-    return root
+from builders import write_workflow
 
 
 @pytest.fixture

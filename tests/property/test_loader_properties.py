@@ -11,8 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from prefect_folpipe.errors import Diagnostic, WorkflowValidationError
-from prefect_folpipe.loader import load_workflow
-from prefect_folpipe.validate import validate_workflow
+from prefect_folpipe.validate import load_workflow, validate_workflow
 from prefect_folpipe.workflow.config import TaskConfig
 from prefect_folpipe.workflow.tree import Task
 

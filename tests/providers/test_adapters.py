@@ -7,8 +7,7 @@ from pathlib import Path
 import pytest
 
 from prefect_folpipe.errors import ConfigError, ProviderError
-from prefect_folpipe.providers._sdk import retry_after_seconds
-from prefect_folpipe.providers.base import (
+from prefect_folpipe.messages import (
     AssistantMessage,
     ModelRequest,
     ToolCall,
@@ -17,6 +16,7 @@ from prefect_folpipe.providers.base import (
     ToolResultsMessage,
     UserMessage,
 )
+from prefect_folpipe.providers._sdk import retry_after_seconds
 from prefect_folpipe.workflow.config import ProviderConfig, TaskConfig
 from prefect_folpipe.workflow.tree import EffectiveSettings, ResolvedProvider, Task, ToolSpec
 

@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from prefect_folpipe.errors import ConfigError, ProviderError
-from prefect_folpipe.providers.base import (
+from prefect_folpipe.messages import (
     AssistantMessage,
     ModelRequest,
     ToolCall,

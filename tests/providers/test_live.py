@@ -11,7 +11,7 @@ import os
 
 import pytest
 
-from prefect_folpipe.providers.base import (
+from prefect_folpipe.messages import (
     AssistantMessage,
     ModelRequest,
     ToolDefinition,

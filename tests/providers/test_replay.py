@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from prefect_folpipe.errors import ConfigError, ProviderError
-from prefect_folpipe.providers.base import (
+from prefect_folpipe.messages import (
     AssistantMessage,
     ModelRequest,
     ToolDefinition,

@@ -8,7 +8,7 @@ import pytest
 
 from prefect_folpipe.compile.secrets import prefect_secret_resolver
 from prefect_folpipe.errors import ConfigError
-from prefect_folpipe.providers.base import ModelRequest, UserMessage
+from prefect_folpipe.messages import ModelRequest, UserMessage
 
 from .conftest import make_provider, make_wire
 from .wire import Reply

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from agent_support import make_task
+from builders import make_task
 
 from prefect_folpipe.agent.loop import AgentPass, converse
 from prefect_folpipe.errors import (
@@ -19,7 +19,7 @@ from prefect_folpipe.errors import (
     OutputValidationError,
     ProviderError,
 )
-from prefect_folpipe.providers.base import ToolCall, ToolDefinition, ToolResult, Usage
+from prefect_folpipe.messages import ToolCall, ToolDefinition, ToolResult, Usage
 from prefect_folpipe.providers.scripted import ScriptedProvider
 
 
@@ -42,7 +42,7 @@ class SleepyTools:
 
 
 def agent(tmp_path: Path, replies: dict, *, tools=None, config=None, settings=None, **kw):
-    task = make_task(tmp_path, "t", config=config, settings=settings)
+    task = make_task("t", folder=tmp_path, config=config, settings=settings)
     return AgentPass(
         task=task,
         provider=ScriptedProvider(replies),
@@ -168,11 +168,11 @@ async def test_ledger_is_checked_before_and_charged_after_each_call(tmp_path: Pa
 
 
 async def test_the_real_budget_ledger_plugs_in(tmp_path: Path) -> None:
-    from agent_support import make_workflow
+    from builders import make_workflow
 
     from prefect_folpipe.agent.budget import BudgetLedger
 
-    task = make_task(tmp_path, "t", settings={"token_budget": 10**6})
+    task = make_task("t", folder=tmp_path, settings={"token_budget": 10**6})
     ledger = BudgetLedger(make_workflow(task, tmp_path))
     pass_ = AgentPass(
         task=task,

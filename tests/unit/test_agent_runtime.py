@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from agent_support import make_task, make_workflow, scripted_provider
+from builders import make_task, make_workflow, scripted_provider
 
 from prefect_folpipe.agent import TaskOutcome, run_task
 from prefect_folpipe.errors import ConfigError, MissingInputError, ProviderError
@@ -28,7 +28,7 @@ async def run(task, tmp_path: Path, context, replies=ECHO, **kwargs) -> TaskOutc
 
 
 async def test_echo_shows_prompt_and_full_context_with_env(tmp_path: Path) -> None:
-    task = make_task(tmp_path / "sub" / "a", "a", instructions="Summarise.", rel_dir="sub/a")
+    task = make_task("a", folder=tmp_path / "sub" / "a", instructions="Summarise.", rel_dir="sub/a")
     outcome = await run(task, tmp_path, {"topic": "prefect", "n": 2})
     assert sent_input(outcome) == {
         "topic": "prefect",
@@ -45,14 +45,16 @@ async def test_echo_shows_prompt_and_full_context_with_env(tmp_path: Path) -> No
 
 async def test_scoped_input_shows_only_declared_keys(tmp_path: Path) -> None:
     task = make_task(
-        tmp_path, "t", config={"input": {"required": ["cv"], "optional": ["notes", "absent"]}}
+        "t",
+        folder=tmp_path,
+        config={"input": {"required": ["cv"], "optional": ["notes", "absent"]}},
     )
     outcome = await run(task, tmp_path, {"cv": "text", "notes": "n", "secret": "s"})
     assert set(sent_input(outcome)) == {"cv", "notes", "_env"}
 
 
 async def test_missing_required_input_names_the_key(tmp_path: Path) -> None:
-    task = make_task(tmp_path, "t", config={"input": {"required": ["cv", "job"]}})
+    task = make_task("t", folder=tmp_path, config={"input": {"required": ["cv", "job"]}})
     with pytest.raises(MissingInputError) as info:
         await run(task, tmp_path, {"cv": "text"})
     assert "'job'" in str(info.value) and "'cv'" not in str(info.value)
@@ -60,7 +62,9 @@ async def test_missing_required_input_names_the_key(tmp_path: Path) -> None:
 
 
 async def test_declared_outputs_go_top_level_and_under_the_task_name(tmp_path: Path) -> None:
-    task = make_task(tmp_path, "review", config={"output": {"approved": "bool", "score": "int"}})
+    task = make_task(
+        "review", folder=tmp_path, config={"output": {"approved": "bool", "score": "int"}}
+    )
     replies = {"default": {"output": {"approved": "yes", "score": "4", "extra": 1}}}
     context = {"cv": {"text": "x"}, "approved": False}
     snapshot = copy.deepcopy(context)
@@ -75,15 +79,17 @@ async def test_declared_outputs_go_top_level_and_under_the_task_name(tmp_path: P
 
 
 async def test_an_unchanged_output_value_is_still_in_the_delta(tmp_path: Path) -> None:
-    task = make_task(tmp_path, "loop_step", config={"output": ["approved"]})
+    task = make_task("loop_step", folder=tmp_path, config={"output": ["approved"]})
     replies = {"default": {"output": {"approved": False}}}
     outcome = await run(task, tmp_path, {"approved": False}, replies)
     assert outcome.delta["approved"] is False
 
 
 async def test_final_phase_sees_children_outputs_through_scoping(tmp_path: Path) -> None:
-    child = make_task(tmp_path / "c", "fetch", config={"output": ["rows"]})
-    parent = make_task(tmp_path, "report", config={"input": {"required": ["q"]}}, children=(child,))
+    child = make_task("fetch", folder=tmp_path / "c", config={"output": ["rows"]})
+    parent = make_task(
+        "report", folder=tmp_path, config={"input": {"required": ["q"]}}, children=(child,)
+    )
     context = {"q": 1, "rows": [1, 2], "fetch": {"rows": [1, 2]}, "other": 0}
     final = await run(parent, tmp_path, context, phase="final")
     assert set(sent_input(final)) == {"q", "rows", "fetch", "_env"}
@@ -92,13 +98,13 @@ async def test_final_phase_sees_children_outputs_through_scoping(tmp_path: Path)
 
 
 async def test_task_without_instructions_makes_no_model_call(tmp_path: Path) -> None:
-    task = make_task(tmp_path, "branch", instructions=None)
+    task = make_task("branch", folder=tmp_path, instructions=None)
     outcome = await run_task(task, make_workflow(task, tmp_path), {"a": 1}, provider=None)
     assert outcome.delta == {} and outcome.model_calls == 0
 
 
 async def test_agent_task_without_provider_is_the_no_provider_error(tmp_path: Path) -> None:
-    task = make_task(tmp_path, "t")
+    task = make_task("t", folder=tmp_path)
     with pytest.raises(ConfigError, match="No LLM provider configured"):
         await run_task(task, make_workflow(task, tmp_path), {}, provider=None)
     with pytest.raises(ConfigError) as info:
@@ -109,7 +115,7 @@ async def test_agent_task_without_provider_is_the_no_provider_error(tmp_path: Pa
 @pytest.mark.parametrize("kind", ["rate_limit", "server_error", "timeout", "auth", "bad_request"])
 async def test_provider_errors_fail_the_task_with_their_class(tmp_path: Path, kind: str) -> None:
     (tmp_path / "replies.yaml").write_text(f"tasks: {{t: [{{error: {kind}}}, fine]}}\n")
-    task = make_task(tmp_path / "t", "t", provider=scripted_provider())
+    task = make_task("t", folder=tmp_path / "t", provider=scripted_provider())
     pool = ProviderPool(make_workflow(task, tmp_path))
     provider = pool.for_task(task)
     with pytest.raises(ProviderError) as info:
@@ -129,8 +135,8 @@ async def test_iteration_and_model_settings_reach_the_request(tmp_path: Path) ->
             return await super().complete(request)
 
     task = make_task(
-        tmp_path,
         "t",
+        folder=tmp_path,
         config={"output": {"n": "int"}},
         provider=scripted_provider(model="m-1", temperature=0.2, max_tokens=50),
     )
@@ -154,6 +160,6 @@ async def test_iteration_and_model_settings_reach_the_request(tmp_path: Path) ->
 def test_bad_phase_is_rejected(tmp_path: Path) -> None:
     import asyncio
 
-    task = make_task(tmp_path, "t")
+    task = make_task("t", folder=tmp_path)
     with pytest.raises(ValueError, match="phase"):
         asyncio.run(run_task(task, make_workflow(task, tmp_path), {}, provider=None, phase="x"))

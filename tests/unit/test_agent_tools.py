@@ -20,9 +20,9 @@ from prefect_folpipe.errors import (
     OutputValidationError,
     ProviderError,
 )
-from prefect_folpipe.loader import load_workflow
 from prefect_folpipe.providers.registry import ProviderOverride, ProviderPool
 from prefect_folpipe.providers.scripted import ScriptedProvider
+from prefect_folpipe.validate import load_workflow
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "agent" / "toolflow"
 
@@ -214,12 +214,14 @@ async def test_post_run_sees_the_output_and_may_change_it(workflow_dir: Path) ->
 
 
 async def test_a_task_without_instructions_only_runs_its_hooks(tmp_path: Path) -> None:
-    from agent_support import make_task, make_workflow
+    from builders import make_task, make_workflow
 
     hooks = tmp_path / "hooks"
     hooks.mkdir(parents=True)
     (hooks / "pre_run.sh").write_text('echo \'{"from_shell": "yes"}\'\n')
-    task = make_task(tmp_path, "branch", instructions=None, hooks={"pre_run": hooks / "pre_run.sh"})
+    task = make_task(
+        "branch", folder=tmp_path, instructions=None, hooks={"pre_run": hooks / "pre_run.sh"}
+    )
     outcome = await run_task(task, make_workflow(task, tmp_path), {"a": 1}, provider=None)
     assert outcome.delta == {"from_shell": "yes"}
     assert outcome.model_calls == 0

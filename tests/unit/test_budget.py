@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from prefect_folpipe.agent.budget import BudgetLedger, ancestor_paths
+from prefect_folpipe.agent.budget import BudgetLedger
 from prefect_folpipe.errors import BudgetExceeded, ConfigError
-from prefect_folpipe.providers.base import Usage
-from prefect_folpipe.providers.pricing import DEFAULT_PRICES, Price, PriceTable
+from prefect_folpipe.messages import Usage
 from prefect_folpipe.workflow.config import ProviderConfig, Settings, TaskConfig
+from prefect_folpipe.workflow.pricing import DEFAULT_PRICES, Price, PriceTable, ancestor_paths
 from prefect_folpipe.workflow.tree import EffectiveSettings, ResolvedProvider, Task, Workflow
 
 SONNET = ResolvedProvider(

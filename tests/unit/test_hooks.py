@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from prefect_folpipe.errors import HookError, Severity
-from prefect_folpipe.tools.hooks import check_hooks, discover_hooks, run_hook
+from prefect_folpipe.loader.hooks import check_hooks, discover_hooks
+from prefect_folpipe.tools.hooks import run_hook
 from prefect_folpipe.workflow.config import TaskConfig
 from prefect_folpipe.workflow.tree import EffectiveSettings, Task, Workflow
 

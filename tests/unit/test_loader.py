@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from prefect_folpipe.errors import WorkflowValidationError
-from prefect_folpipe.loader import load, load_workflow
+from prefect_folpipe.loader import load
+from prefect_folpipe.validate import load_workflow
 from prefect_folpipe.workflow.tree import Workflow
 
 WORKFLOWS = Path(__file__).parent.parent / "fixtures" / "workflows"

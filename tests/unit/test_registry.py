@@ -8,10 +8,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from agent_support import make_task, make_workflow, scripted_provider
+from builders import make_task, make_workflow, scripted_provider
 
 from prefect_folpipe.errors import ConfigError
-from prefect_folpipe.providers.base import ModelRequest, UserMessage
+from prefect_folpipe.messages import ModelRequest, UserMessage
 from prefect_folpipe.providers.registry import (
     NO_PROVIDER_MESSAGE,
     ProviderOverride,
@@ -25,7 +25,7 @@ from prefect_folpipe.workflow.config import ProviderConfig
 from prefect_folpipe.workflow.tree import ResolvedProvider
 
 CUSTOM_MODULE = """
-from prefect_folpipe.providers.base import ModelResponse
+from prefect_folpipe.messages import ModelResponse
 
 
 class EchoModelProvider:
@@ -75,7 +75,7 @@ async def test_builtin_scripted_block_reads_replies_relative_to_the_workflow_roo
     tmp_path: Path,
 ) -> None:
     replies(tmp_path, "tasks: {child: [from-block]}\n")
-    task = make_task(tmp_path / "sub", "child", provider=scripted_provider("replies.yaml"))
+    task = make_task("child", folder=tmp_path / "sub", provider=scripted_provider("replies.yaml"))
     pool = ProviderPool(make_workflow(task, tmp_path))
     provider = pool.for_task(task)
     assert isinstance(provider, ScriptedProvider)
@@ -85,7 +85,7 @@ async def test_builtin_scripted_block_reads_replies_relative_to_the_workflow_roo
 
 
 def test_no_provider_configured_is_the_exact_config_error(tmp_path: Path) -> None:
-    task = make_task(tmp_path, "lonely")
+    task = make_task("lonely", folder=tmp_path)
     with pytest.raises(ConfigError) as info:
         ProviderPool(make_workflow(task, tmp_path)).for_task(task)
     assert str(info.value) == NO_PROVIDER_MESSAGE
@@ -95,8 +95,8 @@ def test_no_provider_configured_is_the_exact_config_error(tmp_path: Path) -> Non
 async def test_override_replaces_every_tasks_provider(tmp_path: Path) -> None:
     file = replies(tmp_path, "tasks: {a: [alpha]}\ndefault: other\n")
     claude = ResolvedProvider("claude", "anthropic", ProviderConfig(model="claude-x"))
-    a = make_task(tmp_path / "a", "a", provider=claude)
-    b = make_task(tmp_path / "b", "b", provider=None)
+    a = make_task("a", folder=tmp_path / "a", provider=claude)
+    b = make_task("b", folder=tmp_path / "b", provider=None)
     pool = ProviderPool(make_workflow(a, tmp_path), ProviderOverride("scripted", file))
     pa, pb = pool.for_task(a), pool.for_task(b)
     assert pa is pb and isinstance(pa, ScriptedProvider)
@@ -106,7 +106,7 @@ async def test_override_replaces_every_tasks_provider(tmp_path: Path) -> None:
 
 async def test_override_without_replies_uses_the_workflows_scripted_block(tmp_path: Path) -> None:
     replies(tmp_path, "default: shipped\n")
-    task = make_task(tmp_path / "t", "t", provider=None)
+    task = make_task("t", folder=tmp_path / "t", provider=None)
     workflow = make_workflow(
         task, tmp_path, providers={"default": "scripted", "scripted": {"replies": "replies.yaml"}}
     )
@@ -130,7 +130,7 @@ async def test_module_provider_gets_the_blocks_settings_including_extra_keys(
     config = ProviderConfig.model_validate(
         {"module": custom_module, "model": "my-model-v1", "custom_param": "value", "zeta": 1}
     )
-    task = make_task(tmp_path, "t", provider=ResolvedProvider("my_custom", "custom", config))
+    task = make_task("t", folder=tmp_path, provider=ResolvedProvider("my_custom", "custom", config))
     provider = ProviderPool(make_workflow(task, tmp_path)).for_task(task)
     assert (await provider.complete(ask(task))).text == "my-model-v1:value:['zeta']"
 
@@ -168,7 +168,7 @@ def test_aliases_and_legacy_module_names_map_to_builtins() -> None:
 def test_missing_builtin_module_gives_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
     from prefect_folpipe.providers import registry
 
-    monkeypatch.setitem(registry.BUILTINS, "ghost", "prefect_folpipe.providers.ghost_adapter")
+    monkeypatch.setitem(registry.MODULES, "ghost", "prefect_folpipe.providers.ghost_adapter")
     with pytest.raises(ConfigError) as info:
         resolve_provider_class("ghost")
     assert info.value.code == "FP302" and "ghost" in str(info.value)
@@ -188,14 +188,14 @@ def test_entry_point_providers_are_found(
     assert cls.__name__ == "EchoModelProvider"
     # how the loader resolves a block `mine: {type: echomodel, model: m}`
     block = ProviderConfig(type="echomodel", model="m")
-    task = make_task(tmp_path, "t", provider=ResolvedProvider("mine", "custom", block))
+    task = make_task("t", folder=tmp_path, provider=ResolvedProvider("mine", "custom", block))
     provider = ProviderPool(make_workflow(task, tmp_path)).for_task(task)
     assert type(provider).__name__ == "EchoModelProvider" and provider.model == "m"
 
 
 async def test_call_guard_wraps_every_model_call(tmp_path: Path) -> None:
     replies(tmp_path)
-    task = make_task(tmp_path / "t", "t", provider=scripted_provider())
+    task = make_task("t", folder=tmp_path / "t", provider=scripted_provider())
     entered: list[str] = []
 
     @contextlib.asynccontextmanager
@@ -212,7 +212,7 @@ async def test_call_guard_wraps_every_model_call(tmp_path: Path) -> None:
 
 
 def test_pool_keeps_the_seams_it_does_not_use_yet(tmp_path: Path) -> None:
-    task = make_task(tmp_path, "t")
+    task = make_task("t", folder=tmp_path)
 
     def resolver(name: str) -> str:
         return name
@@ -225,7 +225,7 @@ async def test_pool_and_scripted_provider_pickle(tmp_path: Path) -> None:
     import pickle
 
     replies(tmp_path, "default: [one, two]\n")
-    task = make_task(tmp_path / "t", "t", provider=scripted_provider())
+    task = make_task("t", folder=tmp_path / "t", provider=scripted_provider())
     pool = ProviderPool(make_workflow(task, tmp_path))
     provider = pool.for_task(task)
     assert (await provider.complete(ask(task))).text == "one"

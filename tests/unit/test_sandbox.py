@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from prefect_folpipe.errors import SandboxViolation
-from prefect_folpipe.tools.context import ToolContext
-from prefect_folpipe.tools.sandbox import allowed_roots, resolve_path
+from prefect_folpipe.workflow.grants import allowed_roots, resolve_path
+from prefect_folpipe.workflow.toolcontext import ToolContext
 
 
 @pytest.fixture

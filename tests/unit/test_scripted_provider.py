@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from prefect_folpipe.errors import RETRYABLE_KINDS, ConfigError, ProviderError
-from prefect_folpipe.providers.base import (
+from prefect_folpipe.messages import (
     AssistantMessage,
     ModelRequest,
     ToolCall,

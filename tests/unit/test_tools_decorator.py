@@ -9,8 +9,12 @@ import pytest
 from pydantic import BaseModel
 
 from prefect_folpipe import ToolContext, tool
-from prefect_folpipe.tools.decorator import describe_function, tool_meta
-from prefect_folpipe.tools.schema import ToolDefinitionError, function_schema, parse_docstring
+from prefect_folpipe.workflow.marker import describe_function, tool_meta
+from prefect_folpipe.workflow.toolschema import (
+    ToolDefinitionError,
+    function_schema,
+    parse_docstring,
+)
 
 
 class Point(BaseModel):

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from prefect_folpipe.errors import Severity
-from prefect_folpipe.tools.inheritance import resolve_tools
+from prefect_folpipe.loader.inheritance import resolve_tools
 from prefect_folpipe.workflow.config import TaskConfig
 from prefect_folpipe.workflow.tree import ToolSpec
 
@@ -299,7 +299,7 @@ def test_block_tools_naming_an_inherited_tool_is_known() -> None:
 def test_fixture_tree_through_the_loader() -> None:
     from pathlib import Path
 
-    from prefect_folpipe.loader import load_workflow
+    from prefect_folpipe.validate import load_workflow
 
     workflow = load_workflow(Path(__file__).parent.parent / "fixtures" / "tools" / "inheritance")
     seen = {

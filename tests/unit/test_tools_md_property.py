@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from prefect_folpipe.errors import Diagnostic
-from prefect_folpipe.tools.discovery import parse_tools_md
+from prefect_folpipe.loader.toolsmd import parse_tools_md
 from prefect_folpipe.workflow.tree import ToolSpec
 
 SAFE_PYTHON = [

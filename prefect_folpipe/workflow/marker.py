@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar, overload
 
-from .schema import FunctionSchema, function_schema
+from .toolschema import FunctionSchema, function_schema
 
 F = TypeVar("F", bound=Callable[..., Any])
 

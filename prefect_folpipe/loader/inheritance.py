@@ -25,12 +25,11 @@ warnings (FP221-FP223) with a did-you-mean.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
-from ..errors import Diagnostic, Severity
+from ..errors import Diagnostic, Severity, did_you_mean
 from ..workflow.config import TaskConfig
 from ..workflow.tree import ToolSpec
-from .discovery import did_you_mean
 
 SHARED_OWNER = "<shared>"
 
@@ -90,25 +89,67 @@ def _known(what: str, names: Iterable[str]) -> str:
 
 
 def _inherited(config: TaskConfig, ancestors: list[LineageEntry]) -> list[ToolSpec]:
-    """Tools reaching this task from its ancestors, after every scoping rule."""
-    if config.inherit_tools is False:
-        return []
-    depth = config.inherit_tools_depth
-    reachable = ancestors if depth == -1 else ancestors[:depth]
-    blocked: set[str] = set()
+    """Tools reaching this task from its ancestors (nearest first), after every scoping rule."""
     found: dict[str, ToolSpec] = {}
-    for ancestor_path, ancestor_config, ancestor_tools in reachable:
-        blocked.update(ancestor_config.block_tools)
-        for tool in ancestor_tools:
-            if tool.scope == "local" or tool.name in blocked or tool.name in found:
-                continue
-            found[tool.name] = _mark(tool, "inherited", ancestor_path)
-    tools = list(found.values())
-    if isinstance(config.inherit_tools, list):
-        wanted = set(config.inherit_tools)
-        tools = [tool for tool in tools if tool.name in wanted]
-    excluded = set(config.exclude_tools)
-    return [tool for tool in tools if tool.name not in excluded]
+    for offer in _offers(config, ancestors):
+        if offer.reason is None and offer.tool.name not in found:
+            found[offer.tool.name] = _mark(offer.tool, "inherited", offer.owner)
+    return list(found.values())
+
+
+@dataclasses.dataclass(frozen=True)
+class _Offer:
+    """An ancestor's own tool as one task sees it: who owns it and why it does not reach the
+    task (``reason`` is a template over ``{where}`` and ``{blocker}``; ``None``: it does)."""
+
+    tool: ToolSpec
+    owner: str
+    blocker: str | None
+    reason: str | None
+
+
+def _offers(config: TaskConfig, ancestors: list[LineageEntry]) -> Iterator[_Offer]:
+    """Every ancestor's own tool, nearest ancestor first (the nearest wins a name clash)."""
+    blockers: dict[str, str] = {}
+    for distance, (owner, owner_config, owner_tools) in enumerate(ancestors, start=1):
+        for name in owner_config.block_tools:
+            blockers.setdefault(name, owner)  # the owner's own block_tools count too
+        for tool in owner_tools:
+            blocker = blockers.get(tool.name)
+            yield _Offer(tool, owner, blocker, _reason(config, tool, distance, blocker))
+
+
+def _reason(config: TaskConfig, tool: ToolSpec, distance: int, blocker: str | None) -> str | None:
+    """Why an ancestor's tool ``distance`` levels up does not reach a task with ``config``."""
+    if tool.scope == "local":
+        return "{where} declares it with scope: local"
+    if config.inherit_tools is False:
+        return "inherit_tools: false (declared by {where})"
+    depth = config.inherit_tools_depth
+    if depth != -1 and distance > depth:
+        return f"{{where}} is {distance} levels up but inherit_tools_depth is {depth}"
+    if blocker is not None:
+        return "blocked by {blocker} (block_tools)"
+    if isinstance(config.inherit_tools, list) and tool.name not in config.inherit_tools:
+        return "not in this task's inherit_tools list (declared by {where})"
+    if tool.name in config.exclude_tools:
+        return "listed in this task's exclude_tools (declared by {where})"
+    return None
+
+
+def missing_reasons(
+    lineage: Sequence[LineageEntry], name: str, label: Callable[[str], str] = str
+) -> list[str]:
+    """Why tool ``name`` does not reach ``lineage[-1]`` from each ancestor declaring it, nearest
+    first (``label`` turns a task path into the name shown, e.g. the root's name for ``""``)."""
+    config, ancestors = lineage[-1][1], list(reversed(lineage[:-1]))
+    return [
+        (offer.reason or "declared by {where} but filtered out").format(
+            where=label(offer.owner), blocker=label(offer.blocker or "")
+        )
+        for offer in _offers(config, ancestors)
+        if offer.tool.name == name
+    ]
 
 
 def _inheritable(ancestors: list[LineageEntry]) -> set[str]:

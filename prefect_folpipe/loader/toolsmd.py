@@ -1,104 +1,36 @@
-"""Tool discovery (spec §2.8, §7): a task's ``tools.md`` and ``tools/*.py`` become ToolSpecs.
+"""tools.md (spec §2.8, §7): each ``## name`` section becomes a ToolSpec.
 
-Author mistakes never raise: they come back as diagnostics (FP202-FP219) with file and line,
-and the broken tool is left out. Python code (tools.md code blocks and ``tools/`` modules) is
-the workflow author's own and is loaded here to derive argument schemas from type hints.
+Python code blocks are the workflow author's own code and are loaded here to derive argument
+schemas from type hints (``tools/*.py`` modules: ``loader.toolmodules``).
 """
 
 from __future__ import annotations
 
-import difflib
-import hashlib
 import inspect
-import json
-import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from ..errors import Diagnostic, Severity
+from ..errors import Severity, did_you_mean
+from ..workflow.marker import describe_function, tool_meta
+from ..workflow.toolschema import ToolDefinitionError, empty_schema
 from ..workflow.tree import ToolSpec
 from . import markdown
-from .decorator import describe_function, tool_meta
-from .loading import (
-    describe_exception,
-    load_code_block,
-    load_tools_module,
-    tools_dir_digest,
+from .code import describe_exception, load_code_block
+from .shellparams import infer_shell_params
+from .tooldefs import (
+    CODE_KINDS,
+    COMMON_KEYS,
+    KIND_KEYS,
+    KINDS,
+    NAME_HINT,
+    TOOL_NAME,
+    Diagnostics,
+    content_hash,
+    diagnostic,
+    metadata_value,
 )
-from .schema import ToolDefinitionError, empty_schema, object_schema
-
-KINDS = ("python", "shell", "http", "mcp", "reference")
-TOOL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
-_NAME_HINT = "use letters, digits, '_' or '-' (at most 64), starting with a letter or '_'"
-HTTP_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD")
-COMMON_KEYS = ("type", "scope", "timeout", "retries", "env")
-HTTP_EXTRA_KEYS = ("env", "max_bytes", "follow_redirects")
-"""tools/http.py: the ${VAR} allow-list, the response size cap, redirect opt-in."""
-KIND_KEYS: dict[str, tuple[str, ...]] = {
-    "python": ("function",),
-    "shell": ("params",),
-    "http": ("method", "url", "headers", "params", "query", "body", *HTTP_EXTRA_KEYS),
-    "mcp": ("server", "tool", "params"),
-    "reference": (),
-}
-CODE_KINDS = ("python", "shell")
-SHELL_ENV_NAMES = frozenset(
-    {
-        "PATH", "PATHEXT", "TEMP", "TMP", "TMPDIR", "SYSTEMROOT", "SYSTEMDRIVE", "WINDIR",
-        "COMSPEC", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "COLORTERM", "SHELL", "HOME", "PWD",
-        "OLDPWD", "IFS", "RANDOM", "LINENO", "SECONDS", "HOSTNAME", "UID", "EUID", "PPID",
-        "OPTARG", "OPTIND", "REPLY", "PIPESTATUS", "FUNCNAME", "BASH_SOURCE", "BASH_REMATCH",
-        "FOLPIPE_CONTEXT",
-    }
-)  # fmt: skip
-_SHELL_VAR = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)(:?[-=?+])?")
-_SHELL_ASSIGN = re.compile(
-    r"(?:^|[;&|\s(])(?:export\s+|local\s+|readonly\s+|declare\s+(?:-\w+\s+)*)?"
-    r"([A-Za-z_][A-Za-z0-9_]*)\+?=|\bfor\s+([A-Za-z_]\w*)\s+in\b|\bread\s+(?:-\w+\s+)*([A-Za-z_]\w*)"
-)
-
-Diagnostics = list[Diagnostic]
-
-
-def diagnostic(
-    code: str,
-    message: str,
-    file: Path | str,
-    line: int | None,
-    owner: str,
-    hint: str | None = None,
-    *,
-    warning: bool = False,
-) -> Diagnostic:
-    """A diagnostic of ``owner`` at ``file:line`` (an error unless ``warning``)."""
-    return Diagnostic(
-        code=code,
-        message=message,
-        file=str(file),
-        line=line,
-        task=owner,
-        hint=hint,
-        severity=Severity.WARNING if warning else Severity.ERROR,
-    )
-
-
-def did_you_mean(name: str, candidates: Iterable[str]) -> str | None:
-    """A "did you mean 'x'?" hint for a misspelt name, or None."""
-    close = difflib.get_close_matches(name, [str(c) for c in candidates], n=1, cutoff=0.6)
-    return f"did you mean {close[0]!r}?" if close else None
-
-
-def content_hash(**parts: Any) -> str:
-    """sha256 of a tool's defining parts (stable across processes)."""
-    blob = json.dumps(parts, sort_keys=True, default=str, separators=(",", ":"))
-    return hashlib.sha256(blob.encode()).hexdigest()
-
-
-# --------------------------------------------------------------------------- tools.md
 
 
 def parse_tools_md(path: str | Path, *, owner: str) -> tuple[list[ToolSpec], Diagnostics]:
@@ -176,7 +108,7 @@ def _tool_from_section(
                 file,
                 section.line,
                 owner,
-                _NAME_HINT,
+                NAME_HINT,
             )
         )
         return None
@@ -229,55 +161,11 @@ def _read_metadata(source: _Source) -> tuple[str | None, dict[str, Any]]:
                 warning=True,
             )
         try:
-            metadata[key] = _metadata_value(key, value)
+            metadata[key] = metadata_value(key, value)
         except ValueError as exc:
             source.report("FP208", f"metadata {key!r}: {exc}", line)
     metadata["type"] = kind
     return kind, metadata
-
-
-def _metadata_value(key: str, value: str) -> Any:
-    """Typed value of one metadata key; ValueError with a readable reason."""
-    if key == "scope":
-        if value.lower() not in ("shared", "local"):
-            raise ValueError(f"must be 'shared' or 'local', not {value!r}")
-        return value.lower()
-    if key == "timeout":
-        number = _number(value, float, "number of seconds")
-        if number <= 0:
-            raise ValueError("must be a positive number of seconds")
-        return number
-    if key == "retries":
-        count = _number(value, int, "whole number")
-        if count < 0:
-            raise ValueError("must be 0 or more")
-        return count
-    if key == "method":
-        if value.upper() not in HTTP_METHODS:
-            raise ValueError(f"must be one of {', '.join(HTTP_METHODS)}")
-        return value.upper()
-    if key == "headers":
-        headers = _structured(value)
-        if not isinstance(headers, dict):
-            raise ValueError('must be a mapping such as {"Authorization": "Bearer ${TOKEN}"}')
-        return {str(k): str(v) for k, v in headers.items()}
-    if value[:1] in "[{":
-        return _structured(value)
-    return value
-
-
-def _number(value: str, kind: Callable[[str], Any], what: str) -> Any:
-    try:
-        return kind(value)
-    except ValueError:
-        raise ValueError(f"{value!r} is not a {what}") from None
-
-
-def _structured(value: str) -> Any:
-    try:
-        return yaml.safe_load(value)
-    except yaml.YAMLError as exc:
-        raise ValueError(f"cannot parse {value!r}: {str(exc).splitlines()[0]}") from None
 
 
 def _check_code_block(kind: str, source: _Source) -> None:
@@ -355,7 +243,7 @@ def _build_python(source: _Source, metadata: dict[str, Any]) -> ToolSpec | None:
     try:
         schema, doc_text = describe_function(function, descriptions=descriptions)
     except ToolDefinitionError as exc:
-        source.report("FP216", str(exc), function.__code__.co_firstlineno, _SIGNATURE_HINT)
+        source.report("FP216", str(exc), function.__code__.co_firstlineno, SIGNATURE_HINT)
         return None
     meta = tool_meta(function)
     merged = {**(meta.metadata() if meta else {}), **metadata}
@@ -369,7 +257,7 @@ def _build_python(source: _Source, metadata: dict[str, Any]) -> ToolSpec | None:
     )
 
 
-_SIGNATURE_HINT = "annotate parameters with JSON-friendly types (str, int, list[str], ...)"
+SIGNATURE_HINT = "annotate parameters with JSON-friendly types (str, int, list[str], ...)"
 
 
 def _pick_function(
@@ -443,27 +331,6 @@ def _declared_params(
     return entries, not errors
 
 
-def infer_shell_params(script: str) -> dict[str, Any]:
-    """Parameters of a shell script that declares none: the ``$VARS`` it reads.
-
-    Variables the sandbox provides, shell specials and variables the script assigns itself are
-    not parameters. ``${NAME:-default}`` makes a parameter optional. Names are lower-cased
-    (the script sees both spellings).
-    """
-    assigned = {name for match in _SHELL_ASSIGN.finditer(script) for name in match.groups() if name}
-    properties: dict[str, Any] = {}
-    optional: set[str] = set()
-    for match in _SHELL_VAR.finditer(script):
-        var = match.group(1)
-        if var in SHELL_ENV_NAMES or var in assigned or var.startswith("BASH"):
-            continue
-        name = var.lower()
-        if match.group(2):
-            optional.add(name)
-        properties.setdefault(name, {"type": "string"})
-    return object_schema(properties, [name for name in properties if name not in optional])
-
-
 def _has_key(source: _Source, metadata: dict[str, Any], key: str, hint: str) -> bool:
     """Whether the metadata sets ``key``; FP212 when it does not."""
     if metadata.get(key):
@@ -506,161 +373,3 @@ _BUILDERS: dict[str, Callable[[_Source, dict[str, Any]], ToolSpec | None]] = {
     "mcp": _build_mcp,
     "reference": _build_reference,
 }
-
-
-# --------------------------------------------------------------------------- tools/*.py
-
-
-def discover_module_tools(
-    tools_dir: str | Path, *, owner: str
-) -> tuple[list[ToolSpec], Diagnostics]:
-    """``@tool`` functions of ``tools/*.py`` (files starting with ``_`` are helpers)."""
-    folder = Path(tools_dir)
-    tools: list[ToolSpec] = []
-    diagnostics: Diagnostics = []
-    if not folder.is_dir():
-        return tools, diagnostics
-    digest = tools_dir_digest(folder)
-    seen: dict[str, ToolSpec] = {}
-    for file in sorted(folder.glob("*.py")):
-        if file.name.startswith("_"):
-            continue
-        found, problems = _tools_of_module(file, digest, owner)
-        diagnostics.extend(problems)
-        for spec in found:
-            if spec.name in seen:
-                first = seen[spec.name]
-                diagnostics.append(
-                    diagnostic(
-                        "FP204",
-                        f"tool {spec.name!r} is defined twice (first in "
-                        f"{Path(first.source_file).name}:{first.line})",
-                        file,
-                        spec.line,
-                        owner,
-                        "rename one of the tools",
-                    )
-                )
-                continue
-            seen[spec.name] = spec
-            tools.append(spec)
-    return tools, diagnostics
-
-
-def _tools_of_module(file: Path, digest: str, owner: str) -> tuple[list[ToolSpec], Diagnostics]:
-    try:
-        module = load_tools_module(file, digest=digest)
-    except (Exception, SystemExit) as exc:
-        message, line = describe_exception(exc, file.absolute())
-        return [], [
-            diagnostic(
-                "FP214",
-                f"tools module {file.name} failed to import: {message}",
-                file,
-                line,
-                owner,
-                "fix the module, or declare missing packages under 'dependencies' in task.yaml",
-            )
-        ]
-    tools: list[ToolSpec] = []
-    diagnostics: Diagnostics = []
-    seen: set[int] = set()
-    for attribute, value in vars(module).items():
-        meta = tool_meta(value)
-        if meta is None or not callable(value) or id(value) in seen:
-            continue
-        seen.add(id(value))
-        spec = _module_tool(file, attribute, value, digest, owner, diagnostics)
-        if spec is not None:
-            tools.append(spec)
-    if not tools and not diagnostics:
-        diagnostics.append(
-            diagnostic(
-                "FP215",
-                f"tools module {file.name} defines no @tool function",
-                file,
-                None,
-                owner,
-                "decorate tool functions with @tool, or prefix helper modules with '_'",
-                warning=True,
-            )
-        )
-    return tools, diagnostics
-
-
-def _module_tool(
-    file: Path,
-    attribute: str,
-    function: Callable[..., Any],
-    digest: str,
-    owner: str,
-    diagnostics: Diagnostics,
-) -> ToolSpec | None:
-    meta = tool_meta(function)
-    assert meta is not None
-    line = getattr(getattr(function, "__code__", None), "co_firstlineno", None)
-    if not TOOL_NAME.match(meta.name):
-        diagnostics.append(
-            diagnostic("FP203", f"invalid tool name {meta.name!r}", file, line, owner, _NAME_HINT)
-        )
-        return None
-    try:
-        schema, description = describe_function(function)
-    except ToolDefinitionError as exc:
-        diagnostics.append(diagnostic("FP216", str(exc), file, line, owner, _SIGNATURE_HINT))
-        return None
-    metadata = {"type": "python", **meta.metadata()}
-    if meta.scope != "shared":
-        metadata["scope"] = meta.scope
-    return ToolSpec(
-        name=meta.name,
-        kind="python",
-        description=description,
-        parameters=schema.parameters,
-        source_file=str(file.absolute()),
-        line=line,
-        module_file=str(file.absolute()),
-        function_name=attribute,
-        metadata=metadata,
-        scope=meta.scope,
-        owner=owner,
-        content_hash=content_hash(
-            kind="python",
-            name=meta.name,
-            description=description,
-            parameters=schema.parameters,
-            module=digest,
-            function=attribute,
-            metadata=metadata,
-        ),
-    )
-
-
-def discover_tools(task_dir: str | Path, *, owner: str) -> tuple[list[ToolSpec], Diagnostics]:
-    """A task's own tools: tools.md plus tools/*.py; a tools/ tool wins a name clash."""
-    folder = Path(task_dir)
-    diagnostics: Diagnostics = []
-    md_tools: list[ToolSpec] = []
-    tools_md = folder / "tools.md"
-    if tools_md.is_file():
-        md_tools, problems = parse_tools_md(tools_md, owner=owner)
-        diagnostics.extend(problems)
-    module_tools, problems = discover_module_tools(folder / "tools", owner=owner)
-    diagnostics.extend(problems)
-    overriding = {spec.name: spec for spec in module_tools}
-    for spec in md_tools:
-        if spec.name in overriding:
-            diagnostics.append(
-                diagnostic(
-                    "FP224",
-                    f"tool {spec.name!r} is defined in tools.md and in "
-                    f"tools/{Path(overriding[spec.name].source_file).name}; the tools/ one is used",
-                    spec.source_file,
-                    spec.line,
-                    owner,
-                    "remove one of the two definitions",
-                    warning=True,
-                )
-            )
-    merged = [spec for spec in md_tools if spec.name not in overriding] + module_tools
-    return merged, diagnostics

@@ -54,8 +54,8 @@ def load_tools_module(module_file: str | Path, *, digest: str | None = None) -> 
 
 def load_code_block(code: str, *, source_file: str, line: int) -> types.ModuleType:
     """Execute a tools.md python code block (starting at ``line``) as its own module."""
-    from .context import ToolContext
-    from .decorator import tool
+    from ..workflow.marker import tool
+    from ..workflow.toolcontext import ToolContext
 
     digest = hashlib.sha256(f"{source_file}\0{line}\0{code}".encode()).hexdigest()
     name = f"{CODE_BLOCK_PREFIX}{digest[:16]}"

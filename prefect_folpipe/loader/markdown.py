@@ -27,7 +27,7 @@ from typing import Any
 
 import yaml
 
-from .schema import object_schema
+from ..workflow.toolschema import object_schema
 
 _H2 = re.compile(r"^##(?!#)\s*(?P<name>.*?)\s*#*\s*$")
 _FENCE = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,})\s*(?P<info>[^`]*)$")

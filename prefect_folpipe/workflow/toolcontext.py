@@ -8,12 +8,12 @@ from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .sandbox import resolve_path
+from .grants import resolve_path
 
 if TYPE_CHECKING:
     import httpx
 
-    from ..workflow.tree import EffectiveSettings, Task, Workflow
+    from .tree import EffectiveSettings, Task, Workflow
 
 _MISSING = object()
 HTTP_TIMEOUT = 30.0

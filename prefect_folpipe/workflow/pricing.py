@@ -15,11 +15,12 @@ Ollama models cost nothing.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from ..errors import ConfigError
-from .base import Usage
+from ..messages import Usage
+from .tree import Task, Workflow
 
 PRICE_KEYS = frozenset(
     {"input_per_mtok", "output_per_mtok", "cache_read_per_mtok", "cache_write_per_mtok"}
@@ -134,3 +135,32 @@ def _price_from_yaml(model: str, entry: Mapping[str, float]) -> Price:
             "(optional: cache_read_per_mtok, cache_write_per_mtok)",
         )
     return Price(**{key: float(value) for key, value in entry.items()})
+
+
+UNPRICED_OK = frozenset({"scripted", "replay"})
+"""Offline providers: their calls cost nothing, so they need no price."""
+
+
+def ancestor_paths(path: str) -> list[str]:
+    """``a/b/c`` -> ``["a/b/c", "a/b", "a", ""]``: the task first, the root last."""
+    if not path:
+        return [""]
+    parts = path.split("/")
+    return ["/".join(parts[:n]) for n in range(len(parts), 0, -1)] + [""]
+
+
+def unpriced_budgets(workflow: Workflow, prices: PriceTable) -> Iterator[tuple[Task, Task]]:
+    """``(budgeted, task)`` where a ``cost_budget`` of ``budgeted`` (the nearest one) covers a
+    task whose model has no price, so that budget could never trigger."""
+    by_path = {task.path: task for task in workflow.tasks()}
+    for task in by_path.values():
+        provider = task.provider
+        if provider is None or not task.runs_agent or provider.type in UNPRICED_OK:
+            continue
+        budgeted = [
+            by_path[path]
+            for path in ancestor_paths(task.path)
+            if path in by_path and by_path[path].config.settings.cost_budget is not None
+        ]
+        if budgeted and prices.price(provider.model, provider.type) is None:
+            yield budgeted[0], task

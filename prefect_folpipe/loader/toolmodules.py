@@ -1,0 +1,170 @@
+"""``tools/*.py`` (spec §2.8): ``@tool`` functions of a task's tools folder become ToolSpecs,
+and ``discover_tools`` gives a task's own tools (tools.md + tools/, tools/ wins on a clash)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ..workflow.marker import describe_function, tool_meta
+from ..workflow.toolschema import ToolDefinitionError
+from ..workflow.tree import ToolSpec
+from .code import describe_exception, load_tools_module, tools_dir_digest
+from .tooldefs import NAME_HINT, TOOL_NAME, Diagnostics, content_hash, diagnostic
+from .toolsmd import SIGNATURE_HINT, parse_tools_md
+
+
+def discover_module_tools(
+    tools_dir: str | Path, *, owner: str
+) -> tuple[list[ToolSpec], Diagnostics]:
+    """``@tool`` functions of ``tools/*.py`` (files starting with ``_`` are helpers)."""
+    folder = Path(tools_dir)
+    tools: list[ToolSpec] = []
+    diagnostics: Diagnostics = []
+    if not folder.is_dir():
+        return tools, diagnostics
+    digest = tools_dir_digest(folder)
+    seen: dict[str, ToolSpec] = {}
+    for file in sorted(folder.glob("*.py")):
+        if file.name.startswith("_"):
+            continue
+        found, problems = _tools_of_module(file, digest, owner)
+        diagnostics.extend(problems)
+        for spec in found:
+            if spec.name in seen:
+                first = seen[spec.name]
+                diagnostics.append(
+                    diagnostic(
+                        "FP204",
+                        f"tool {spec.name!r} is defined twice (first in "
+                        f"{Path(first.source_file).name}:{first.line})",
+                        file,
+                        spec.line,
+                        owner,
+                        "rename one of the tools",
+                    )
+                )
+                continue
+            seen[spec.name] = spec
+            tools.append(spec)
+    return tools, diagnostics
+
+
+def _tools_of_module(file: Path, digest: str, owner: str) -> tuple[list[ToolSpec], Diagnostics]:
+    try:
+        module = load_tools_module(file, digest=digest)
+    except (Exception, SystemExit) as exc:
+        message, line = describe_exception(exc, file.absolute())
+        return [], [
+            diagnostic(
+                "FP214",
+                f"tools module {file.name} failed to import: {message}",
+                file,
+                line,
+                owner,
+                "fix the module, or declare missing packages under 'dependencies' in task.yaml",
+            )
+        ]
+    tools: list[ToolSpec] = []
+    diagnostics: Diagnostics = []
+    seen: set[int] = set()
+    for attribute, value in vars(module).items():
+        meta = tool_meta(value)
+        if meta is None or not callable(value) or id(value) in seen:
+            continue
+        seen.add(id(value))
+        spec = _module_tool(file, attribute, value, digest, owner, diagnostics)
+        if spec is not None:
+            tools.append(spec)
+    if not tools and not diagnostics:
+        diagnostics.append(
+            diagnostic(
+                "FP215",
+                f"tools module {file.name} defines no @tool function",
+                file,
+                None,
+                owner,
+                "decorate tool functions with @tool, or prefix helper modules with '_'",
+                warning=True,
+            )
+        )
+    return tools, diagnostics
+
+
+def _module_tool(
+    file: Path,
+    attribute: str,
+    function: Callable[..., Any],
+    digest: str,
+    owner: str,
+    diagnostics: Diagnostics,
+) -> ToolSpec | None:
+    meta = tool_meta(function)
+    assert meta is not None
+    line = getattr(getattr(function, "__code__", None), "co_firstlineno", None)
+    if not TOOL_NAME.match(meta.name):
+        diagnostics.append(
+            diagnostic("FP203", f"invalid tool name {meta.name!r}", file, line, owner, NAME_HINT)
+        )
+        return None
+    try:
+        schema, description = describe_function(function)
+    except ToolDefinitionError as exc:
+        diagnostics.append(diagnostic("FP216", str(exc), file, line, owner, SIGNATURE_HINT))
+        return None
+    metadata = {"type": "python", **meta.metadata()}
+    if meta.scope != "shared":
+        metadata["scope"] = meta.scope
+    return ToolSpec(
+        name=meta.name,
+        kind="python",
+        description=description,
+        parameters=schema.parameters,
+        source_file=str(file.absolute()),
+        line=line,
+        module_file=str(file.absolute()),
+        function_name=attribute,
+        metadata=metadata,
+        scope=meta.scope,
+        owner=owner,
+        content_hash=content_hash(
+            kind="python",
+            name=meta.name,
+            description=description,
+            parameters=schema.parameters,
+            module=digest,
+            function=attribute,
+            metadata=metadata,
+        ),
+    )
+
+
+def discover_tools(task_dir: str | Path, *, owner: str) -> tuple[list[ToolSpec], Diagnostics]:
+    """A task's own tools: tools.md plus tools/*.py; a tools/ tool wins a name clash."""
+    folder = Path(task_dir)
+    diagnostics: Diagnostics = []
+    md_tools: list[ToolSpec] = []
+    tools_md = folder / "tools.md"
+    if tools_md.is_file():
+        md_tools, problems = parse_tools_md(tools_md, owner=owner)
+        diagnostics.extend(problems)
+    module_tools, problems = discover_module_tools(folder / "tools", owner=owner)
+    diagnostics.extend(problems)
+    overriding = {spec.name: spec for spec in module_tools}
+    for spec in md_tools:
+        if spec.name in overriding:
+            diagnostics.append(
+                diagnostic(
+                    "FP224",
+                    f"tool {spec.name!r} is defined in tools.md and in "
+                    f"tools/{Path(overriding[spec.name].source_file).name}; the tools/ one is used",
+                    spec.source_file,
+                    spec.line,
+                    owner,
+                    "remove one of the two definitions",
+                    warning=True,
+                )
+            )
+    merged = [spec for spec in md_tools if spec.name not in overriding] + module_tools
+    return merged, diagnostics
