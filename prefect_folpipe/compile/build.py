@@ -56,7 +56,9 @@ class WorkflowRun:
             fresh=options.fresh,
             workflow_name=workflow.name,
         )
-        self.executor = TreeExecutor(self.plan, self.tasks, self.runners, self.tracker, self.tags)
+        self.executor = TreeExecutor(
+            self.plan, self.tasks, self.runners, self.tracker, self.tags, restore=options.restore
+        )
 
     async def start(self) -> None:
         """Start the task runners (Dask: the cluster and the services actor) and bind the

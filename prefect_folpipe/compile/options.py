@@ -39,6 +39,10 @@ class RunOptions:
     listeners: list[Callable[[str, Any], None]] = field(default_factory=list)
     """Called with ``(event, TaskRecord)`` on every state change (live progress view)."""
     keep_run_record: bool = True
+    restore: bool = True
+    """Restore children whose every pass has a checkpoint without a task run each (one
+    ``Cached`` run per group shows them); ``False`` sends every pass through Prefect's own
+    cache lookup (benchmarks compare the two)."""
     task_tags: bool | None = None
     """Tag every leaf task run (``folpipe``, ``workflow:``, ``provider:``, ``model:``). Each
     tagged task run costs one concurrency-limit request to the API; default from
