@@ -172,9 +172,11 @@ def _cell(text: str) -> str:
     return _inline_code(text).replace("|", "\\|")
 
 
-def queue_restored_artifact(workflow_name: str, label: str, entries: Sequence[Any]) -> None:
-    """Queue the markdown artifact of a run restoring tasks from checkpoints."""
-    key = slug(f"{workflow_name}-{label.split(' (')[0]}-restored", limit=90)
+def queue_restored_artifact(
+    workflow_name: str, group: str, label: str, entries: Sequence[Any]
+) -> None:
+    """Queue the markdown artifact of a run restoring tasks of ``group`` from checkpoints."""
+    key = slug(f"{workflow_name}-{group or 'root'}-restored", limit=90)
     description = f"folpipe: {len(entries)} task(s) restored from checkpoints"
     _submit(key, "markdown", description, lambda: render_restored(label, entries), _task_run_id())
 

@@ -62,7 +62,7 @@ class TreeExecutor:
         if target.children:
             restored = await self.restore_one(target, context, Scope(), start=True)
             if restored is not None:
-                await self.show_restored(target, Scope(), [restored])
+                await self.show_restored(target, Scope(), [(target, restored)])
                 return restored
         self.tracker.start(target.path)
         if target.children:
@@ -105,8 +105,7 @@ class TreeExecutor:
         merge_delta(ctx, group.delta)
         merge_delta(delta, group.delta)
         if group.iterations is not None:
-            record = self.tracker.records[task.path]
-            record.iterations = (record.iterations or 0) + group.iterations
+            self.tracker.add_iterations(task.path, group.iterations)
         if group.status == "failed":
             return Outcome("failed", delta, group.error)
         if "final" in passes:
@@ -226,17 +225,26 @@ class TreeExecutor:
         outcome.restored = tuple(replay.entries)
         return outcome
 
-    async def show_restored(self, group: Task, scope: Scope, outcomes: Sequence[Outcome]) -> None:
-        """One ``Cached`` task run for the ``outcomes`` restored in ``group``, its artifact
+    async def show_restored(
+        self, group: Task, scope: Scope, restored: Sequence[tuple[Task, Outcome]]
+    ) -> None:
+        """One ``Cached`` task run for the children restored in ``group``, its artifact
         listing every task and its checkpoint; their ``handle`` (graph edges) is that run."""
-        entries = [entry for outcome in outcomes for entry in outcome.restored]
+        entries = [entry for _, outcome in restored for entry in outcome.restored]
         if not any(entry.status == "cached" for entry in entries):
             return
-        label = f"{scope.label(group.path)} (restored from checkpoints)"
+        names = [child.name for child, _ in restored]
+        if restored[0][0] is group:
+            what = "every task"
+        elif len(names) <= 3:
+            what = ", ".join(names)
+        else:
+            what = f"{names[0]} … {names[-1]} ({len(names)} tasks)"
+        label = f"{scope.label(group.path)}: {what} (restored from checkpoints)"
         state = await self.tasks.restored(group)(
             label=label, entries=ContextBox(entries), return_state=True
         )
-        for outcome in outcomes:
+        for _, outcome in restored:
             outcome.handle = state
 
 

@@ -99,8 +99,10 @@ class Restorer(Protocol):
         """Per member, its outcome from checkpoints alone, or ``None`` when it must run."""
         ...
 
-    async def show_restored(self, group: Task, scope: Scope, outcomes: Sequence[Outcome]) -> None:
-        """Report restored children (sets their ``handle``)."""
+    async def show_restored(
+        self, group: Task, scope: Scope, restored: Sequence[tuple[Task, Outcome]]
+    ) -> None:
+        """Report restored children (sets their outcomes' ``handle``)."""
         ...
 
 
@@ -113,10 +115,12 @@ async def _restore(
     return await restore(members, ctx, scope)  # type: ignore[no-any-return]
 
 
-async def _show(ex: Executor, group: Task, scope: Scope, outcomes: Sequence[Outcome]) -> None:
+async def _show(
+    ex: Executor, group: Task, scope: Scope, restored: Sequence[tuple[Task, Outcome]]
+) -> None:
     show = getattr(ex, "show_restored", None)
-    if show is not None and outcomes:
-        await show(group, scope, outcomes)
+    if show is not None and restored:
+        await show(group, scope, restored)
 
 
 class _FailFast(Exception):
@@ -204,10 +208,10 @@ async def run_waves(
     ctx = child_context(context)
     delta: dict[str, Any] = {}
     failures: list[GroupFailed] = []
-    shown: list[Outcome] = []  # restored, not yet reported (shown at once before a run)
+    shown: list[tuple[Task, Outcome]] = []  # restored, not yet shown (at once, before a run)
     for wave_index, wave in enumerate(waves):
         restored = await _restore(ex, wave, ctx, scope)
-        shown += [outcome for outcome in restored if outcome is not None]
+        shown += [(child, done) for child, done in zip(wave, restored, strict=True) if done]
         if None in restored:
             await _show(ex, group, scope, shown)
             shown = []
@@ -311,7 +315,7 @@ async def _restore_graph(
         (outcome,) = await _restore(ex, [child], ctx, scope)
         if outcome is not None:
             restored[child.name] = outcome
-    await _show(ex, group, scope, list(restored.values()))
+    await _show(ex, group, scope, [(c, restored[c.name]) for c in children if c.name in restored])
     return restored
 
 

@@ -183,9 +183,9 @@ class RecordingTracker(RunTracker):
         self._note("iteration_started", path, number)
         super().iteration_started(path, number)
 
-    def count_iteration(self, path: str) -> None:
-        self._note("count_iteration", path)
-        super().count_iteration(path)
+    def add_iterations(self, path: str, number: int) -> None:  # count_iteration comes here
+        self._note("add_iterations", path, number)
+        super().add_iterations(path, number)
 
     def skip_tree(self, task: Task, reason: str | None) -> None:
         self._note("skip_tree", task, reason)

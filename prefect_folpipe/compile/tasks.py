@@ -101,7 +101,7 @@ class PrefectTasks:
             creation = self.tags.at_creation(group, "restored")  # decides which go on late
             late = self.tags.late(group, "restored")
             built = self._restored[group.path] = PrefectTask(
-                partial(show_restored, self.workflow_name, self.spec, late),
+                partial(show_restored, self.workflow_name, group.path, self.spec, late),
                 name=f"{group.name} (restored)",
                 task_run_name="{label}",
                 cache_policy=NO_CACHE,
@@ -141,14 +141,14 @@ async def run_branch(
 
 
 async def show_restored(
-    workflow_name: str, spec: Any, late_tags: list[str], label: str, entries: Any
+    workflow_name: str, group: str, spec: Any, late_tags: list[str], label: str, entries: Any
 ) -> Any:
     """The body of a restored run: its artifact (queued), then state ``Cached``."""
     restored = unbox(entries)
     WRITER.touch()
     tag_task_run(TaskRunContext.get(), late_tags)
     if spec is None or spec.artifacts == "all":
-        artifacts.queue_restored_artifact(workflow_name, label, restored)
+        artifacts.queue_restored_artifact(workflow_name, group, label, restored)
     cached = sum(1 for entry in restored if entry.status == "cached")
     message = f"{cached} pass(es) restored from checkpoints, nothing ran"
     return Completed(name="Cached", message=message)
