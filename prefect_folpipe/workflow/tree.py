@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
@@ -184,6 +185,18 @@ class Workflow:
     shared_tools: tuple[ToolSpec, ...] = ()
     warnings: tuple[Any, ...] = ()
     """Diagnostics of severity warning found while loading."""
+
+    @cached_property
+    def declared_outputs(self) -> frozenset[str]:
+        """Every output key some task (enabled or not) declares: the copy of an answer under
+        a task's name never replaces one of these (ARCHITECTURE §4)."""
+        keys: set[str] = set()
+        stack = [self.root]
+        while stack:
+            task = stack.pop()
+            keys.update(task.config.output_keys)
+            stack.extend([*task.children, *task.disabled_children])
+        return frozenset(keys)
 
     def tasks(self) -> list[Task]:
         """Every enabled task, root first, depth first in sibling order."""
