@@ -7,11 +7,12 @@
   ``ctx.task_dir``, ``ctx.workflow_root``, ``ctx.logger``, ``ctx.http`` work as for tools;
   ``task`` has ``name``, ``path``, ``config``. Sync hooks run in a worker thread.
 * ``hooks/<stage>.sh`` runs like a shell tool (stripped environment, cwd = the task folder,
-  process group killed on cancellation) with ``FOLPIPE_CONTEXT`` (the context as JSON;
-  ``FOLPIPE_CONTEXT_FILE`` names a file holding it instead when it is larger than 100 kB),
-  ``FOLPIPE_STAGE``, ``FOLPIPE_TASK_NAME``, ``FOLPIPE_TASK_PATH``, ``FOLPIPE_TASK_DIR`` and
-  ``FOLPIPE_WORKFLOW_ROOT``. If its whole stdout is a JSON object, that object is merged into
-  the context; any other output is logged. A non-zero exit fails the task.
+  process group killed on cancellation) with the context variables of ``shell.context_env``
+  (``FOLPIPE_CONTEXT`` when at most 100 kB, always ``FOLPIPE_CONTEXT_FILE``, the task's name,
+  path, folder and workflow root; ``AGENTFLOW_CONTEXT``, ``AGENTFLOW_CONTEXT_FILE`` and
+  ``AGENTFLOW_TASK_NAME`` are folpipe 0.1.8's names for them) plus ``FOLPIPE_STAGE``. If its
+  whole stdout is a JSON object, that object is merged into the context; any other output is
+  logged. A non-zero exit fails the task.
 * Hooks have no time limit of their own: the task's ``settings.timeout`` bounds them.
 * Any failure raises ``errors.HookError`` naming the hook file (the task fails).
 """
@@ -22,7 +23,6 @@ import asyncio
 import hashlib
 import importlib.util
 import inspect
-import json
 import logging
 import sys
 import tempfile
@@ -34,13 +34,10 @@ from typing import TYPE_CHECKING, Any
 from ..errors import HookError
 from ..workflow.toolcontext import ToolContext
 from .redact import redact_secrets
-from .shell import run_script, sandbox_env
+from .shell import context_env, json_object, run_script, sandbox_env
 
 if TYPE_CHECKING:
     from ..workflow.tree import Task, Workflow
-
-MAX_ENV_CONTEXT = 100_000
-
 
 class Hook:
     """Base class for class-style hooks: subclass it and define ``run(self, ctx, task)``.
@@ -53,16 +50,12 @@ class Hook:
 
 
 class HookContext(ToolContext):
-    """What a hook's ``run(ctx, task)`` receives: a ToolContext plus ``stage`` and ``state``."""
+    """What a hook's ``run(ctx, task)`` receives: a ToolContext (``ctx.state`` included) plus
+    ``stage``."""
 
     def __init__(self, *, stage: str, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.stage = stage
-
-    @property
-    def state(self) -> MutableMapping[str, Any]:
-        """Alias of ``context`` (hooks written for the spec's original runner use it)."""
-        return self.context
 
 
 async def run_hook(
@@ -165,21 +158,16 @@ async def _run_shell_hook(
     workflow: Workflow | None,
     logger: logging.Logger | logging.LoggerAdapter[Any],
 ) -> None:
-    payload = json.dumps(dict(context), default=str, ensure_ascii=False)
-    extra = {
-        "FOLPIPE_STAGE": stage,
-        "FOLPIPE_TASK_NAME": task.name,
-        "FOLPIPE_TASK_PATH": task.path,
-        "FOLPIPE_TASK_DIR": str(Path(task.folder).absolute()),
-        "FOLPIPE_WORKFLOW_ROOT": str(Path(workflow.root_dir if workflow else task.folder)),
-    }
     with tempfile.TemporaryDirectory(prefix="folpipe-hook-") as scratch:
-        if len(payload) > MAX_ENV_CONTEXT:
-            context_file = Path(scratch) / "context.json"
-            context_file.write_text(payload, encoding="utf-8")
-            extra["FOLPIPE_CONTEXT_FILE"] = str(context_file)
-        else:
-            extra["FOLPIPE_CONTEXT"] = payload
+        extra = context_env(
+            context,
+            scratch,
+            task_name=task.name,
+            task_path=task.path,
+            task_dir=task.folder,
+            workflow_root=workflow.root_dir if workflow else task.folder,
+        )
+        extra["FOLPIPE_STAGE"] = stage
         extra["FOLPIPE_HOOK_FILE"] = str(path.absolute())
         executable = path.stat().st_mode & 0o111
         script = 'exec "$FOLPIPE_HOOK_FILE"' if executable else '. "$FOLPIPE_HOOK_FILE"'
@@ -190,19 +178,8 @@ async def _run_shell_hook(
             f"{stage} hook {path} exited with status {result.returncode}: "
             + redact_secrets(output[-2000:])
         )
-    update = _json_object(output)
+    update = json_object(output)
     if update is not None:
         context.update(update)
     elif output:
         logger.info("%s hook output: %s", stage, redact_secrets(output[-2000:]))
-
-
-def _json_object(text: str) -> dict[str, Any] | None:
-    """The JSON object a shell hook printed (its whole stdout), else None."""
-    if not text.startswith("{"):
-        return None
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None

@@ -24,6 +24,7 @@ import dataclasses
 import json
 import logging
 import os
+import tempfile
 import time
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from dataclasses import dataclass
@@ -35,11 +36,12 @@ from jsonschema.exceptions import SchemaError
 
 from ..errors import SandboxViolation, ToolError, did_you_mean, is_retryable
 from ..messages import ToolCall, ToolDefinition, ToolResult
+from ..workflow.context import ENV_KEY
 from ..workflow.toolcontext import ToolContext
 from ..workflow.tree import ToolSpec
 from .python import ToolArgumentError, run_python
 from .redact import redact
-from .shell import ShellToolFailed, run_script, sandbox_env
+from .shell import ShellToolFailed, context_env, json_object, run_script, sandbox_env
 
 if TYPE_CHECKING:
     from ..workflow.tree import Task, Workflow
@@ -69,22 +71,41 @@ class CodedToolError(ToolError):
 
 
 async def run_shell_tool(spec: ToolSpec, arguments: Mapping[str, Any], ctx: ToolContext) -> str:
-    """Run a shell tool in the sandbox; a non-zero exit raises ShellToolFailed with output."""
-    env = sandbox_env(arguments)
-    result = await run_script(
-        spec.code or "",
-        cwd=ctx.task_dir,
-        env=env,
-        max_output=MAX_SHELL_OUTPUT,
-        stdin=json.dumps(dict(arguments), ensure_ascii=False).encode(),
-    )
+    """Run a shell tool in the sandbox with its task's context; a non-zero exit raises
+    ShellToolFailed with output. A whole output that is a JSON object is merged into the
+    context (and is also what the model reads)."""
+    with tempfile.TemporaryDirectory(prefix="folpipe-tool-") as scratch:
+        env = sandbox_env(arguments, extra=_context_env(ctx, scratch))
+        result = await run_script(
+            spec.code or "",
+            cwd=ctx.task_dir,
+            env=env,
+            max_output=MAX_SHELL_OUTPUT,
+            stdin=json.dumps(dict(arguments), ensure_ascii=False).encode(),
+        )
     if result.returncode != 0:
         raise ShellToolFailed(
             f"exited with status {result.returncode}",
             output=result.output,
             returncode=result.returncode,
         )
+    update = None if result.truncated else json_object(result.output)
+    if update is not None:
+        ctx.context.update(update)
     return result.output
+
+
+def _context_env(ctx: ToolContext, scratch: str) -> dict[str, str]:
+    task = ctx.task
+    context = {k: v for k, v in ctx.context.items() if k != ENV_KEY}
+    return context_env(
+        context,
+        scratch,
+        task_name=task.name if task is not None else "",
+        task_path=task.path if task is not None else "",
+        task_dir=ctx.task_dir,
+        workflow_root=ctx.workflow_root,
+    )
 
 
 async def run_reference_tool(spec: ToolSpec, arguments: Mapping[str, Any], ctx: ToolContext) -> Any:
