@@ -7,6 +7,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..workflow.agentflow import ROOT as AGENTFLOW
+from ..workflow.agentflow import SUPPORTED_HINT
 from ..workflow.marker import describe_function, tool_meta
 from ..workflow.toolschema import ToolDefinitionError
 from ..workflow.tree import ToolSpec
@@ -63,7 +65,7 @@ def _tools_of_module(file: Path, digest: str, owner: str) -> tuple[list[ToolSpec
                 file,
                 line,
                 owner,
-                "fix the module, or declare missing packages under 'dependencies' in task.yaml",
+                _import_hint(exc),
             )
         ]
     tools: list[ToolSpec] = []
@@ -90,6 +92,13 @@ def _tools_of_module(file: Path, digest: str, owner: str) -> tuple[list[ToolSpec
             )
         )
     return tools, diagnostics
+
+
+def _import_hint(exc: BaseException) -> str:
+    missing = getattr(exc, "name", None) if isinstance(exc, ImportError) else None
+    if missing and (missing == AGENTFLOW or missing.startswith(f"{AGENTFLOW}.")):
+        return SUPPORTED_HINT
+    return "fix the module, or declare missing packages under 'dependencies' in task.yaml"
 
 
 def _module_tool(

@@ -32,22 +32,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import HookError
+from ..workflow.agentflow import agentflow_imports, with_agentflow
+from ..workflow.marker import Hook
 from ..workflow.toolcontext import ToolContext
 from .redact import redact_secrets
 from .shell import context_env, json_object, run_script, sandbox_env
 
 if TYPE_CHECKING:
     from ..workflow.tree import Task, Workflow
-
-class Hook:
-    """Base class for class-style hooks: subclass it and define ``run(self, ctx, task)``.
-
-    ``run`` may be sync or ``async``; a returned mapping is merged into ``ctx.context``.
-    """
-
-    def run(self, ctx: Any, task: Any) -> Any:
-        raise NotImplementedError("a Hook subclass must define run(self, ctx, task)")
-
 
 class HookContext(ToolContext):
     """What a hook's ``run(ctx, task)`` receives: a ToolContext (``ctx.state`` included) plus
@@ -94,7 +86,8 @@ def _load_hook_module(path: Path) -> types.ModuleType:
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     try:
-        spec.loader.exec_module(module)
+        with agentflow_imports():  # hooks written for folpipe 0.1.8 import agentflow
+            spec.loader.exec_module(module)
     finally:
         sys.modules.pop(spec.name, None)
     return module
@@ -139,9 +132,10 @@ async def _run_python_hook(
     )
     try:
         if inspect.iscoroutinefunction(entry):
-            returned = await entry(ctx, task)
+            with agentflow_imports():
+                returned = await entry(ctx, task)
         else:
-            returned = await asyncio.to_thread(entry, ctx, task)
+            returned = await asyncio.to_thread(with_agentflow(entry), ctx, task)
             if inspect.isawaitable(returned):
                 returned = await returned
     finally:
