@@ -389,7 +389,7 @@ def test_injected_json_instruction_typed_dict_form(pipeline: Workflow) -> None:
     assert pipeline.find("process").system_prompt == (
         "Process the data.\n\n"
         "Respond with a JSON code block with the following keys and types:\n"
-        "- summary (str)\n- rows (int)\n- extra (any)"
+        "- digest (str)\n- rows (int)\n- extra (any)"
     )
 
 
