@@ -118,7 +118,10 @@ class _Builder:
             path=raw.path,
             folder=raw.folder,
             config=raw.config,
-            settings=cascade.effective_settings(),
+            settings=cascade.effective_settings(
+                loop=raw.config.subtasks is not None
+                and raw.config.subtasks.execution_type == "loop"
+            ),
             priority=raw.priority,
             instructions=instructions,
             instructions_file=raw.instructions_file,

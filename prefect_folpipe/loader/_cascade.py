@@ -14,7 +14,12 @@ from functools import cache
 from typing import Any
 
 from ..workflow.config import NO_LIMIT, TaskConfig
-from ..workflow.tree import EffectiveSettings
+from ..workflow.tree import (
+    DEFAULT_MAX_RETRIES,
+    DEFAULT_TIMEOUT,
+    TRANSIENT_ERRORS,
+    EffectiveSettings,
+)
 from ._providers import ProviderScope, deep_merge
 
 
@@ -42,8 +47,10 @@ class Cascade:
             providers=self.providers.child(config),
         )
 
-    def effective_settings(self) -> EffectiveSettings:
-        return _effective(_freeze(self.settings), self.retry_on, _freeze(self.security))
+    def effective_settings(self, *, loop: bool = False) -> EffectiveSettings:
+        """The settings with defaults filled in (``loop``: the task runs a loop, whose
+        ``timeout`` bounds the whole loop, so no default time limit is set for it)."""
+        return _effective(_freeze(self.settings), self.retry_on, _freeze(self.security), loop)
 
 
 def _freeze(value: Any) -> Any:
@@ -64,10 +71,18 @@ def _thaw(value: Any) -> Any:
 
 
 @cache
-def _effective(settings: Any, retry_on: tuple[str, ...] | None, security: Any) -> EffectiveSettings:
-    values = {k: v for k, v in _thaw(settings).items() if v is not None}
+def _effective(
+    settings: Any, retry_on: tuple[str, ...] | None, security: Any, loop: bool
+) -> EffectiveSettings:
+    said = _thaw(settings)
+    values = {k: v for k, v in said.items() if v is not None}
     if values.get("timeout") == NO_LIMIT:
         values.pop("timeout")
+    if "timeout" not in said and not loop:
+        values["timeout"] = DEFAULT_TIMEOUT
+    if "max_retries" not in said:
+        values["max_retries"] = DEFAULT_MAX_RETRIES
+        retry_on = TRANSIENT_ERRORS if retry_on is None else retry_on
     for key in ("retry_delay_seconds", "tags"):
         if isinstance(values.get(key), list):
             values[key] = tuple(values[key])

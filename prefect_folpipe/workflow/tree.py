@@ -23,6 +23,14 @@ DEFAULT_MAX_TURNS = 20
 DEFAULT_OUTPUT_RETRIES = 2
 DEFAULT_TOOL_RESULT_MAX_CHARS = 20_000
 DEFAULT_TOOL_TIMEOUT = 120.0
+DEFAULT_MAX_RETRIES = 2
+"""Retries when no task.yaml says ``max_retries`` (3 attempts, as folpipe 0.1.8 made)."""
+DEFAULT_TIMEOUT = 300.0
+"""Seconds per attempt when no task.yaml says ``timeout`` (folpipe 0.1.8's default). Not
+applied to a loop task, whose ``timeout`` bounds the whole loop."""
+TRANSIENT_ERRORS: tuple[str, ...] = ("rate_limit", "server_error", "timeout", "TimeoutError")
+"""What the default retries retry: provider rate limits, server errors and time-outs, and
+task time-outs. An explicit ``max_retries`` retries every retryable error (or ``retry_on``)."""
 
 
 @dataclass(frozen=True)

@@ -270,8 +270,8 @@ def test_lists_replace_and_dicts_deep_merge(tmp_path: Path) -> None:
     assert settings.retry_delay_seconds == (1.0, 2.0)
 
 
-def test_no_retry_on_anywhere_is_none(tmp_path: Path) -> None:
-    write(tmp_path, {"instructions.md": "x"})
+def test_no_retry_on_anywhere_is_none_once_max_retries_is_said(tmp_path: Path) -> None:
+    write(tmp_path, {"instructions.md": "x", "task.yaml": "settings: {max_retries: 1}\n"})
     assert load_workflow(tmp_path).root.settings.retry_on is None
 
 
