@@ -13,7 +13,8 @@ from ..workflow.tree import ToolSpec
 from ._yaml import SourceMap
 from .hooks import discover_hooks
 from .inheritance import resolve_tools
-from .toolmodules import discover_tools
+from .tooldefs import diagnostic
+from .toolmodules import discover_module_tools, discover_tools
 from .toolsmd import parse_tools_md
 
 Lineage = Sequence[tuple[str, TaskConfig, tuple[ToolSpec, ...]]]
@@ -22,11 +23,50 @@ Lineage = Sequence[tuple[str, TaskConfig, tuple[ToolSpec, ...]]]
 def own_tools(
     folder: Path, entries: frozenset[str], path: str
 ) -> tuple[tuple[ToolSpec, ...], list[Diagnostic]]:
-    """A task's tools.md + tools/*.py (skipped cheaply when it has neither)."""
-    if "tools.md" not in entries and "tools" not in entries:
-        return (), []
-    tools, diagnostics = discover_tools(folder, owner=path)
-    return tuple(tools), list(diagnostics)
+    """A task's tools.md + tools/*.py, and beside a SKILL.md its scripts/*.py (the Agent
+    Skills folder for code; a name tools.md or tools/ defines wins)."""
+    tools: list[ToolSpec] = []
+    diagnostics: list[Diagnostic] = []
+    if "tools.md" in entries or "tools" in entries:
+        found, problems = discover_tools(folder, owner=path)
+        tools, diagnostics = list(found), list(problems)
+    if "scripts" in entries and "SKILL.md" in entries:
+        found, problems = discover_module_tools(folder / "scripts", owner=path, quiet=True)
+        names = {spec.name for spec in tools}
+        tools += [spec for spec in found if spec.name not in names]
+        diagnostics += problems
+    elif "scripts" in entries:
+        diagnostics += _unread_scripts(folder / "scripts", path)
+    return tuple(tools), diagnostics
+
+
+def _unread_scripts(scripts: Path, path: str) -> list[Diagnostic]:
+    """FP171: ``@tool`` functions in scripts/ of a folder without SKILL.md are not loaded."""
+    marked = [
+        file
+        for file in sorted(scripts.glob("*.py"))
+        if not file.name.startswith("_") and _mentions_tool(file)
+    ]
+    return [
+        diagnostic(
+            "FP171",
+            f"scripts/{file.name} defines @tool functions, but scripts/ is read only beside a "
+            "SKILL.md; they are not tools here",
+            file,
+            None,
+            path,
+            "move the module to tools/ (or make the folder a SKILL.md skill)",
+            warning=True,
+        )
+        for file in marked
+    ]
+
+
+def _mentions_tool(file: Path) -> bool:
+    try:
+        return "@tool" in file.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
 
 
 def shared_tools(root: Path) -> tuple[tuple[ToolSpec, ...], list[Diagnostic]]:

@@ -18,9 +18,12 @@ from .toolsmd import SIGNATURE_HINT, parse_tools_md
 
 
 def discover_module_tools(
-    tools_dir: str | Path, *, owner: str
+    tools_dir: str | Path, *, owner: str, quiet: bool = False
 ) -> tuple[list[ToolSpec], Diagnostics]:
-    """``@tool`` functions of ``tools/*.py`` (files starting with ``_`` are helpers)."""
+    """``@tool`` functions of ``tools/*.py`` (files starting with ``_`` are helpers).
+
+    ``quiet``: a module without ``@tool`` is not reported (``scripts/`` beside a SKILL.md also
+    holds plain scripts)."""
     folder = Path(tools_dir)
     tools: list[ToolSpec] = []
     diagnostics: Diagnostics = []
@@ -32,7 +35,7 @@ def discover_module_tools(
         if file.name.startswith("_"):
             continue
         found, problems = _tools_of_module(file, digest, owner)
-        diagnostics.extend(problems)
+        diagnostics.extend(p for p in problems if not (quiet and p.code == "FP215"))
         for spec in found:
             if spec.name in seen:
                 first = seen[spec.name]
