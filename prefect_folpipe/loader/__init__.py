@@ -131,7 +131,7 @@ class _Builder:
             tools=tools,
             own_tools=own,
             provider=provider,
-            hooks=_tools.hooks(raw.folder, raw.entries),
+            hooks=_tools.hooks(raw.folder, raw.entries, raw.config),
             content_hash=hash_,
             source_file=raw.source_file,
             rel_dir=raw.rel_dir,

@@ -8,7 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..errors import Diagnostic
-from ..workflow.config import TaskConfig
+from ..workflow.config import HttpHook, TaskConfig
 from ..workflow.tree import ToolSpec
 from ._yaml import SourceMap
 from .hooks import discover_hooks
@@ -102,11 +102,15 @@ def _names_tools(config: TaskConfig) -> bool:
     )
 
 
-def hooks(folder: Path, entries: frozenset[str]) -> dict[str, Path]:
-    """``pre_run`` / ``post_run`` hook files of a task."""
-    if "hooks" not in entries:
-        return {}
-    return dict(discover_hooks(folder))
+def hooks(folder: Path, entries: frozenset[str], config: TaskConfig) -> dict[str, Path | HttpHook]:
+    """``pre_run`` / ``post_run`` hooks of a task: its hook files, else task.yaml's http hooks
+    (folpipe 0.1.8's order)."""
+    found: dict[str, Path | HttpHook] = dict(discover_hooks(folder)) if "hooks" in entries else {}
+    for stage in ("pre_run", "post_run"):
+        http = getattr(config.hooks, stage, None) if config.hooks else None
+        if http is not None:
+            found.setdefault(stage, http)
+    return found
 
 
 _LIST_KEYS: dict[str, tuple[str, ...]] = {

@@ -23,6 +23,7 @@ import asyncio
 import hashlib
 import importlib.util
 import inspect
+import json
 import logging
 import sys
 import tempfile
@@ -33,8 +34,10 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import HookError
 from ..workflow.agentflow import agentflow_imports, with_agentflow
+from ..workflow.config import HttpHook
 from ..workflow.marker import Hook
 from ..workflow.toolcontext import ToolContext
+from ..workflow.tree import ToolSpec
 from .redact import redact_secrets
 from .shell import context_env, json_object, run_script, sandbox_env
 
@@ -52,16 +55,20 @@ class HookContext(ToolContext):
 
 async def run_hook(
     stage: str,
-    hook_file: str | Path,
+    hook_file: str | Path | HttpHook,
     *,
     context: MutableMapping[str, Any],
     task: Task,
     workflow: Workflow | None = None,
     logger: logging.Logger | logging.LoggerAdapter[Any] | None = None,
 ) -> MutableMapping[str, Any]:
-    """Run one hook; it may change ``context`` in place. Any failure raises HookError."""
-    path = Path(hook_file)
+    """Run one hook (a file, or task.yaml's http hook); it may change ``context`` in place.
+    Any failure raises HookError."""
     log = logger or logging.getLogger("prefect_folpipe.hooks")
+    if isinstance(hook_file, HttpHook):
+        await _run_http_hook(stage, hook_file, context, task, workflow, log)
+        return context
+    path = Path(hook_file)
     try:
         if path.suffix == ".py":
             await _run_python_hook(stage, path, context, task, workflow, log)
@@ -177,3 +184,53 @@ async def _run_shell_hook(
         context.update(update)
     elif output:
         logger.info("%s hook output: %s", stage, redact_secrets(output[-2000:]))
+
+
+async def _run_http_hook(
+    stage: str,
+    hook: HttpHook,
+    context: MutableMapping[str, Any],
+    task: Task,
+    workflow: Workflow | None,
+    logger: logging.Logger | logging.LoggerAdapter[Any],
+) -> None:
+    """POST the task's context as JSON (folpipe 0.1.8's http hook) through the http tool's
+    runner, so its egress rules apply; any answer but 2xx fails the task."""
+    from .http import run_http_tool  # only workflows with http hooks pay for httpx
+
+    metadata: dict[str, Any] = {
+        "method": hook.method.upper(),
+        "url": hook.url,
+        "timeout": hook.timeout,
+    }
+    if hook.auth_env:
+        metadata["headers"] = {"Authorization": f"Bearer ${{{hook.auth_env}}}"}
+        metadata["env"] = [hook.auth_env]
+    spec = ToolSpec(
+        name=f"{stage}_hook",
+        kind="http",
+        description=f"{stage} http hook",
+        parameters={"type": "object"},
+        source_file=str(task.source_file or task.folder),
+        metadata=metadata,
+    )
+    payload = json.loads(json.dumps(dict(context), default=str))
+    ctx = ToolContext(
+        context=context,
+        task_dir=task.folder,
+        workflow_root=workflow.root_dir if workflow else task.folder,
+        logger=logger,
+        task=task,
+        workflow=workflow,
+    )
+    try:
+        async with asyncio.timeout(hook.timeout):
+            await run_http_tool(spec, payload, ctx)
+    except TimeoutError:
+        raise HookError(f"{stage} http hook {hook.url} timed out after {hook.timeout:g}s") from None
+    except Exception as exc:
+        message = redact_secrets(f"{stage} http hook {hook.url} failed: {exc}")
+        raise HookError(message) from None
+    finally:
+        await ctx.aclose()
+    logger.info("%s http hook %s answered", stage, hook.url)

@@ -12,7 +12,14 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
-from .config import ExecutionType, OnError, OnMaxIterations, ProviderConfig, TaskConfig
+from .config import (
+    ExecutionType,
+    HttpHook,
+    OnError,
+    OnMaxIterations,
+    ProviderConfig,
+    TaskConfig,
+)
 
 ToolKind = Literal["python", "shell", "http", "mcp", "reference"]
 ToolOrigin = Literal["own", "shared", "inherited"]
@@ -145,8 +152,8 @@ class Task:
     own_tools: tuple[ToolSpec, ...] = ()
     provider: ResolvedProvider | None = None
     """``None`` when nothing in the tree configures one (an error only if the task runs)."""
-    hooks: Mapping[str, Path] = field(default_factory=dict)
-    """``pre_run`` / ``post_run`` -> hook file (.py or .sh)."""
+    hooks: Mapping[str, Path | HttpHook] = field(default_factory=dict)
+    """``pre_run`` / ``post_run`` -> hook file (.py or .sh), else task.yaml's http hook."""
     content_hash: str = ""
     """sha256 over the task's own files + resolved tools + provider settings (cache keys)."""
     source_file: Path | None = None
