@@ -203,3 +203,13 @@ def test_a_module_makes_a_block_custom_whatever_its_key(tmp_path):  # type: igno
     )
     assert validate_workflow(root) == []
     assert load_workflow(root).root.provider.type == "custom"
+
+
+def test_the_018_fake_provider_points_at_scripted() -> None:
+    from prefect_folpipe.errors import ConfigError
+    from prefect_folpipe.providers.registry import resolve_provider_class
+
+    with pytest.raises(ConfigError) as info:
+        resolve_provider_class(None, "agentflow.providers.fake")
+    assert info.value.code == "FP302"
+    assert "--provider scripted" in (info.value.hint or "")
