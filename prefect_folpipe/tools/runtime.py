@@ -26,6 +26,7 @@ import os
 import tempfile
 import time
 from collections.abc import Mapping, MutableMapping
+from contextvars import ContextVar
 from dataclasses import dataclass
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
@@ -35,7 +36,7 @@ from ..messages import ToolCall, ToolDefinition, ToolResult
 from ..workflow.context import ENV_KEY
 from ..workflow.toolcontext import ToolContext
 from ..workflow.tree import ToolSpec
-from .attempts import ArgumentChecker, Outcome, Runner, error, run_attempts
+from .attempts import ArgumentChecker, Outcome, Runner, error, result_text, run_attempts
 from .python import run_python
 from .redact import redact
 from .shell import ShellToolFailed, context_env, json_object, run_script, sandbox_env
@@ -50,6 +51,11 @@ LAZY_RUNNER_MODULES: dict[str, str] = {
 }
 MAX_SHELL_OUTPUT = 1_000_000
 TRUNCATION_MARKER = "\n[... truncated {dropped} of {total} characters]"
+
+
+TOOL_STUBS: ContextVar[Mapping[str, Any] | None] = ContextVar("folpipe_tool_stubs", default=None)
+"""Tool name -> the value the tool returns instead of running (``folpipe test``). The model's
+arguments are still checked against the tool's schema first."""
 
 
 def register_runner(kind: str, runner: Runner) -> None:
@@ -251,6 +257,9 @@ class Toolbox:
         problem = self.arguments.problem(spec, arguments)
         if problem:
             return error("FP231", f"invalid arguments for {spec.name!r}: {problem}")
+        stubs = TOOL_STUBS.get()
+        if stubs is not None and spec.name in stubs:
+            return Outcome(result_text(stubs[spec.name]), False, 1)
         try:
             runner = runner_for(spec.kind)
         except ToolError as exc:
