@@ -140,8 +140,11 @@ def _runner(case: TestCase, calls: list[dict[str, Any]]) -> Any:
 
 
 def stub_outcome(task: Task, workflow: Workflow, value: Any) -> TaskOutcome:
-    """A stubbed task's outcome: its value checked like a model's answer."""
+    """A stubbed task's outcome: with declared outputs, its value checked like a model's
+    answer; without, a string is its answer text and a mapping the keys its subtree adds."""
     if task.config.output is None:
+        if isinstance(value, Mapping):
+            return TaskOutcome(delta=dict(value), text=json.dumps(value, default=str))
         text = value if isinstance(value, str) else json.dumps(value, default=str)
         return TaskOutcome(delta=answer_delta(task, None, text), text=text)
     text = f"```json\n{json.dumps(value, default=str)}\n```"
