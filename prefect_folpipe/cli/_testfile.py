@@ -31,8 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, suggest
-from ..loader import SourceMap
-from ..loader._yaml import parse_yaml
+from ..loader import SourceMap, parse_yaml
 
 TESTS_FILE = "tests.yaml"
 TESTS_DIR = "tests"

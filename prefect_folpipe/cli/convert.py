@@ -14,8 +14,13 @@ from pathlib import Path
 import click
 import yaml
 
-from ..loader._files import PREFIX
-from ..loader.convert import ConvertError, TaskFiles, skill_to_task, task_to_skill
+from ..loader.convert import (
+    ConvertError,
+    TaskFiles,
+    default_name,
+    skill_to_task,
+    task_to_skill,
+)
 from ._render import handle_errors
 
 TASK_YAML, INSTRUCTIONS, SKILL, SUBTASKS = "task.yaml", "instructions.md", "SKILL.md", "subtasks"
@@ -110,7 +115,7 @@ def _task_name(folder: Path, files: TaskFiles) -> str:
     name = data.get("name") if isinstance(data, dict) else None
     if isinstance(name, str) and name:
         return name
-    return PREFIX.sub("", folder.name) or folder.name
+    return default_name(folder.name)
 
 
 def _read(file: Path) -> str | None:

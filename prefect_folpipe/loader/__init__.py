@@ -23,9 +23,9 @@ from ._discover import Discovery, RawTask
 from ._hash import task_hash
 from ._instructions import Snippets, system_prompt
 from ._providers import ProviderTable, check_provider_blocks, check_task_provider
-from ._yaml import Loc, SourceMap
+from ._yaml import Loc, SourceMap, parse_yaml
 
-__all__ = ["LoadResult", "Loc", "SourceMap", "load"]
+__all__ = ["LoadResult", "Loc", "SourceMap", "load", "parse_yaml"]
 
 
 @dataclass

@@ -29,6 +29,7 @@ from typing import Any
 import yaml
 
 from ..errors import ConfigError
+from ._files import PREFIX
 from .skills import SKILL_KEYS
 
 ADDED = "# added by folpipe convert"
@@ -53,6 +54,11 @@ class TaskFiles:
 
     task_yaml: str | None
     instructions: str | None
+
+
+def default_name(folder_name: str) -> str:
+    """The name a task folder gets without ``name:`` (its ``N_`` prefix dropped)."""
+    return PREFIX.sub("", folder_name) or folder_name
 
 
 def task_to_skill(files: TaskFiles, name: str) -> str:
