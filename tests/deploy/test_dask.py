@@ -16,7 +16,7 @@ from prefect_folpipe.compile.dask import local_cluster_kwargs
 from prefect_folpipe.compile.plan import DaskPlan, build_plan
 from prefect_folpipe.compile.runner import Runners
 from prefect_folpipe.errors import ConfigError
-from prefect_folpipe.loader import load_workflow
+from prefect_folpipe.validate import load_workflow
 
 from .server import PrefectServer
 from .test_server_e2e import ok

@@ -17,7 +17,7 @@ import pytest
 from prefect_folpipe.compile.plan import build_plan, dag_plan
 from prefect_folpipe.compile.report import reported_tasks
 from prefect_folpipe.compile.views import graph_to_dict, tree_to_dict
-from prefect_folpipe.loader import load_workflow
+from prefect_folpipe.validate import load_workflow
 from prefect_folpipe.workflow.config import TaskConfig
 from prefect_folpipe.workflow.graph import DagError, check_dag, find_cycle, simple_cycles
 from prefect_folpipe.workflow.tree import EffectiveSettings, Task
