@@ -20,12 +20,12 @@ from ..workflow.tree import Task, ToolSpec, Workflow
 from . import _tools
 from ._cascade import Cascade
 from ._discover import Discovery, RawTask
-from ._hash import task_hash
+from ._hash import file_digests, task_hash
 from ._instructions import Snippets, system_prompt
 from ._providers import ProviderTable, check_provider_blocks, check_task_provider
 from ._yaml import Loc, SourceMap, parse_yaml
 
-__all__ = ["LoadResult", "Loc", "SourceMap", "load", "parse_yaml"]
+__all__ = ["LoadResult", "Loc", "SourceMap", "file_digests", "load", "parse_yaml"]
 
 
 @dataclass
