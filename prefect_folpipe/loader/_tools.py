@@ -14,7 +14,7 @@ from ._yaml import SourceMap
 from .hooks import discover_hooks
 from .inheritance import resolve_tools
 from .tooldefs import diagnostic
-from .toolmodules import discover_module_tools, discover_tools
+from .toolmodules import discover_module_tools, discover_tools, mentions_tool
 from .toolsmd import parse_tools_md
 
 Lineage = Sequence[tuple[str, TaskConfig, tuple[ToolSpec, ...]]]
@@ -45,7 +45,7 @@ def _unread_scripts(scripts: Path, path: str) -> list[Diagnostic]:
     marked = [
         file
         for file in sorted(scripts.glob("*.py"))
-        if not file.name.startswith("_") and _mentions_tool(file)
+        if not file.name.startswith("_") and mentions_tool(file)
     ]
     return [
         diagnostic(
@@ -60,13 +60,6 @@ def _unread_scripts(scripts: Path, path: str) -> list[Diagnostic]:
         )
         for file in marked
     ]
-
-
-def _mentions_tool(file: Path) -> bool:
-    try:
-        return "@tool" in file.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return False
 
 
 def shared_tools(root: Path) -> tuple[tuple[ToolSpec, ...], list[Diagnostic]]:

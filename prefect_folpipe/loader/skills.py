@@ -92,8 +92,7 @@ def _check_skill_rules(data: dict[str, Any], folder_name: str, warn: Any) -> Non
         )
     elif len(description) > MAX_DESCRIPTION:
         warn(
-            f"SKILL.md description has {len(description)} characters (at most "
-            f"{MAX_DESCRIPTION})",
+            f"SKILL.md description has {len(description)} characters (at most {MAX_DESCRIPTION})",
             ("description",),
             "shorten it; put details in the body",
         )

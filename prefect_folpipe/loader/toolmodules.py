@@ -22,8 +22,8 @@ def discover_module_tools(
 ) -> tuple[list[ToolSpec], Diagnostics]:
     """``@tool`` functions of ``tools/*.py`` (files starting with ``_`` are helpers).
 
-    ``quiet``: a module without ``@tool`` is not reported (``scripts/`` beside a SKILL.md also
-    holds plain scripts)."""
+    ``quiet``: a module that does not mention ``@tool`` is not imported, and one without a tool
+    is not reported (``scripts/`` beside a SKILL.md also holds plain scripts)."""
     folder = Path(tools_dir)
     tools: list[ToolSpec] = []
     diagnostics: Diagnostics = []
@@ -32,7 +32,7 @@ def discover_module_tools(
     digest = tools_dir_digest(folder)
     seen: dict[str, ToolSpec] = {}
     for file in sorted(folder.glob("*.py")):
-        if file.name.startswith("_"):
+        if file.name.startswith("_") or (quiet and not mentions_tool(file)):
             continue
         found, problems = _tools_of_module(file, digest, owner)
         diagnostics.extend(p for p in problems if not (quiet and p.code == "FP215"))
@@ -54,6 +54,14 @@ def discover_module_tools(
             seen[spec.name] = spec
             tools.append(spec)
     return tools, diagnostics
+
+
+def mentions_tool(file: Path) -> bool:
+    """Whether a module's text mentions ``@tool`` (a cheap test, nothing is imported)."""
+    try:
+        return "@tool" in file.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
 
 
 def _tools_of_module(file: Path, digest: str, owner: str) -> tuple[list[ToolSpec], Diagnostics]:

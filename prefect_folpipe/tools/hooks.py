@@ -44,6 +44,7 @@ from .shell import context_env, json_object, run_script, sandbox_env
 if TYPE_CHECKING:
     from ..workflow.tree import Task, Workflow
 
+
 class HookContext(ToolContext):
     """What a hook's ``run(ctx, task)`` receives: a ToolContext (``ctx.state`` included) plus
     ``stage``."""

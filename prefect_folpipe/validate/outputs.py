@@ -43,8 +43,7 @@ def check_output_names(result: LoadResult) -> Iterator[Diagnostic]:
             "FP158",
             message,
             _output_loc(task.config.output, task.name) if own else ("name",),
-            "rename the task (`name:`) or the output key, so that each context key has one "
-            "meaning",
+            "rename the task (`name:`) or the output key, so that each context key has one meaning",
             Severity.WARNING,
         )
 

@@ -38,7 +38,7 @@ def bare(x: int) -> int:
     return x + 1
 '''
 
-HOOK = '''\
+HOOK = """\
 from agentflow.hooks.base import Hook
 from agentflow.exceptions import AgentflowError
 
@@ -48,9 +48,9 @@ class Stamp(Hook):
         if not isinstance(task.name, str):
             raise AgentflowError("no name")
         ctx.state["stamped"] = task.name
-'''
+"""
 
-TOOLS_MD = '''\
+TOOLS_MD = """\
 ## add
 > type: python
 
@@ -61,7 +61,7 @@ from agentflow.core.tool import ToolContext
 def add(ctx: ToolContext, a: int, b: int) -> int:
     return a + b
 ```
-'''
+"""
 
 
 def test_tools_and_hooks_importing_agentflow_load_and_run(make_workflow, run):

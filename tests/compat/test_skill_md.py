@@ -33,14 +33,14 @@ allowed-tools: Bash(curl:*) Read
 Fetch the records.
 """
 
-HELPER = '''\
+HELPER = """\
 from agentflow.core.tool import tool
 
 
 @tool(description="Add two numbers.")
 def add(a: int, b: int) -> int:
     return a + b
-'''
+"""
 
 
 def test_018_front_matter_input_list_and_timeout(make_workflow):

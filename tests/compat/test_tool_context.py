@@ -95,8 +95,9 @@ def test_shell_tools_read_agentflow_context_and_merge_json_stdout(make_workflow,
     assert result.context["result"] == "hello"  # the JSON object was merged
     transcript = result.context["shell_ctx"]
     assert "n=5 task=shell_ctx" in transcript  # plain text: returned, not merged
-    assert "n=5 task=shell_ctx" not in json.dumps({k: v for k, v in result.context.items()
-                                                   if k != "shell_ctx"})
+    assert "n=5 task=shell_ctx" not in json.dumps(
+        {k: v for k, v in result.context.items() if k != "shell_ctx"}
+    )
 
 
 def test_a_large_context_comes_as_a_file_only(make_workflow, run):
