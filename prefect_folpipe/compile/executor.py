@@ -50,7 +50,7 @@ class TreeExecutor:
         self.runners = runners
         self.tracker = tracker
         self.tags = tags
-        self.policy = ChildPolicy()
+        self.policy = ChildPolicy(plan.declared_outputs)
         self.warnings: list[str] = []
         self.restoring = restore
         """Restore children from checkpoints without a task run each (``--fresh``: no)."""
