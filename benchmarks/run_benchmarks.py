@@ -1,24 +1,28 @@
 """Benchmarks of the translator against hand-written Prefect flows and the ideal.
 
-    .venv/bin/python benchmarks/run_benchmarks.py [--only 1,2,3,4,5] [--json out.json]
+    .venv/bin/python benchmarks/run_benchmarks.py [--only 1,2,...,12] [--server KIND]
+                                                 [--repeat N] [--json out.json]
 
 Uses whatever Prefect API the environment selects: the ephemeral SQLite server by default
-(set PREFECT_HOME to a scratch folder), or PREFECT_API_URL. Each scenario runs once, folpipe
-and the hand-written flow side by side in the same process, with a pause between measurements
-so the server has finished recording the previous run.
+(set PREFECT_HOME to a scratch folder), or PREFECT_API_URL; ``--server sqlite|postgres``
+starts a ``prefect server`` (SQLite, or PostgreSQL via tests/deploy/postgres.py) for the
+whole run. Each scenario runs once per repetition, folpipe and the hand-written flow side by
+side in the same process, with a pause between measurements so the server has finished
+recording the previous run. Scenarios 6-12 (issue 15) live in ``scale.py``.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +30,7 @@ HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
 
 import handwritten  # noqa: E402
+import scale  # noqa: E402
 import workflows  # noqa: E402
 
 SETTLE_S = float(os.environ.get("BENCH_SETTLE_S", "12"))
@@ -196,6 +201,13 @@ SCENARIOS = {
     "3": bench_chain,
     "4": bench_resume,
     "5": bench_cold_start,
+    "6": scale.bench_cached_reruns,
+    "7": scale.bench_wide_tree,
+    "8": scale.bench_wide_group,
+    "9": scale.bench_nesting,
+    "10": scale.bench_overhead,
+    "11": scale.bench_cold_server,
+    "12": scale.bench_memory,
 }
 
 
@@ -206,20 +218,49 @@ def _warm_up(scratch: Path) -> None:
     _run_folpipe(workflows.one_task(scratch / "warm-up"), fresh=True)
 
 
+@contextlib.contextmanager
+def _server(kind: str) -> Iterator[None]:
+    """Point this process at a ``prefect server`` of ``kind`` (``ephemeral``: none)."""
+    if kind == "ephemeral":
+        yield
+        return
+    sys.path.insert(0, str(HERE.parent))
+    from tests.deploy.postgres import running_postgres
+    from tests.deploy.server import start_server
+
+    with contextlib.ExitStack() as stack:
+        url = None
+        if kind == "postgres":
+            url = stack.enter_context(running_postgres(durable=True)).url
+        server = start_server(database_url=url)
+        stack.callback(server.stop)
+        os.environ["PREFECT_API_URL"] = server.url
+        os.environ["BENCH_SERVER_PID"] = str(server.process.pid)
+        yield
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--only", default="1,2,3,4,5")
     parser.add_argument("--json", dest="json_out", type=Path)
     parser.add_argument("--repeat", type=int, default=1, help="measure each scenario N times")
+    parser.add_argument(
+        "--server", choices=("ephemeral", "sqlite", "postgres"), default="ephemeral"
+    )
     args = parser.parse_args()
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "ERROR")
+    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
     results = []
-    with tempfile.TemporaryDirectory(prefix="folpipe-bench-") as scratch:
+    with (
+        _server(args.server),
+        tempfile.TemporaryDirectory(prefix="folpipe-bench-") as scratch,
+    ):
         _warm_up(Path(scratch))
         for key in args.only.split(","):
             for attempt in range(args.repeat):
                 outcome = SCENARIOS[key.strip()](Path(scratch) / f"{key.strip()}-{attempt}")
+                outcome["server"] = args.server
                 print(json.dumps(outcome, default=float), flush=True)
                 results.append(outcome)
     if args.json_out:

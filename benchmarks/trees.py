@@ -158,7 +158,7 @@ def wide_group(root: Path, count: int = 500, latency: float = 0.0) -> Path:
         "replies.yaml": {"default": "ok", "latency_s": latency},
     }
     for i in range(count):
-        files[f"subtasks/{i:04d}_{WORDS[i % len(WORDS)]}/instructions.md"] = f"Item {i}.\n"
+        files[f"subtasks/{i:04d}_{WORDS[i % len(WORDS)]}_{i}/instructions.md"] = f"Item {i}.\n"
     return write_tree(root, files)
 
 
