@@ -32,7 +32,10 @@ def __getattr__(name: str) -> Any:
     elif name in ("RUNNERS", "Toolbox", "register_runner"):
         from . import runtime as home  # type: ignore[no-redef]
     elif name in ("redact", "redact_secrets"):
-        from . import redact as home  # type: ignore[no-redef]
+        # ``from . import redact`` would ask this very function for ``redact`` first
+        from .redact import redact, redact_secrets
+
+        return {"redact": redact, "redact_secrets": redact_secrets}[name]
     elif name == "resolve_path":
         from ..workflow import grants as home  # type: ignore[no-redef]
     else:
