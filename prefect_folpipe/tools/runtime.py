@@ -19,32 +19,27 @@ The Toolbox imports them the first time such a tool is called.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import json
 import logging
 import os
 import time
-from collections.abc import Awaitable, Callable, Mapping, MutableMapping
+from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
-
-from ..errors import SandboxViolation, ToolError, did_you_mean, is_retryable
+from ..errors import ToolError, did_you_mean
 from ..messages import ToolCall, ToolDefinition, ToolResult
 from ..workflow.toolcontext import ToolContext
 from ..workflow.tree import ToolSpec
-from .python import ToolArgumentError, run_python
+from .attempts import ArgumentChecker, Outcome, Runner, error, run_attempts
+from .python import run_python
 from .redact import redact
 from .shell import ShellToolFailed, run_script, sandbox_env
 
 if TYPE_CHECKING:
     from ..workflow.tree import Task, Workflow
-
-Runner = Callable[[ToolSpec, Mapping[str, Any], ToolContext], Awaitable[Any]]
 
 RUNNERS: dict[str, Runner] = {}
 LAZY_RUNNER_MODULES: dict[str, str] = {
@@ -110,23 +105,6 @@ def runner_for(kind: str) -> Runner | None:
     return RUNNERS.get(kind)
 
 
-def result_text(value: Any) -> str:
-    """A tool's return value as text for the model: str as is, everything else as JSON."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, bytes):
-        return value.decode("utf-8", errors="replace")
-    dump = getattr(value, "model_dump", None)
-    if callable(dump):
-        value = dump(mode="json")
-    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
-        value = dataclasses.asdict(value)
-    try:
-        return json.dumps(value, ensure_ascii=False, default=str)
-    except (TypeError, ValueError):
-        return str(value)
-
-
 @dataclass
 class ToolCallRecord:
     """One tool call as kept for artifacts and transcripts."""
@@ -142,25 +120,6 @@ class ToolCallRecord:
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
-
-
-@dataclass
-class _Outcome:
-    content: str
-    is_error: bool = False
-    attempts: int = 0
-    code: str | None = None
-
-    def text(self) -> str:
-        """What the model reads: the result, or ``Error (FPxxx[, after N attempts]): ...``."""
-        if not self.is_error:
-            return self.content
-        tries = f", after {self.attempts} attempts" if self.attempts > 1 else ""
-        return f"Error ({self.code}{tries}): {self.content}"
-
-
-def _error(code: str, message: str, attempts: int = 0) -> _Outcome:
-    return _Outcome(message, True, attempts, code)
 
 
 class Toolbox:
@@ -192,8 +151,7 @@ class Toolbox:
             workflow=workflow,
         )
         self.log: list[ToolCallRecord] = []
-        self._validators: dict[str, tuple[ToolSpec, Draft202012Validator]] = {}
-        """Per tool name; rebuilt when the spec is replaced (e.g. MCP schemas filled in)."""
+        self.arguments = ArgumentChecker()
 
     @property
     def context(self) -> MutableMapping[str, Any]:
@@ -256,101 +214,37 @@ class Toolbox:
 
     # ----------------------------------------------------------------- internals
 
-    async def _dispatch(self, call: ToolCall) -> _Outcome:
+    async def _dispatch(self, call: ToolCall) -> Outcome:
         spec = self.tools.get(call.name)
         if spec is None:
             return self._unknown(call.name)
         if not spec.executable:
-            return _error(
+            return error(
                 "FP235",
                 f"{spec.name!r} is a reference tool: it describes a capability and cannot be "
                 "called",
             )
         arguments = call.arguments
         if not isinstance(arguments, Mapping):
-            return _error("FP231", f"arguments of {spec.name!r} must be a JSON object")
-        problem = self._validate(spec, arguments)
+            return error("FP231", f"arguments of {spec.name!r} must be a JSON object")
+        problem = self.arguments.problem(spec, arguments)
         if problem:
-            return _error("FP231", f"invalid arguments for {spec.name!r}: {problem}")
+            return error("FP231", f"invalid arguments for {spec.name!r}: {problem}")
         try:
             runner = runner_for(spec.kind)
         except ToolError as exc:
-            return _error("FP236", str(exc))
+            return error("FP236", str(exc))
         if runner is None:
-            return _error("FP236", f"no runner for {spec.kind} tools ({spec.name!r})")
-        return await self._run_with_retries(spec, runner, dict(arguments))
+            return error("FP236", f"no runner for {spec.kind} tools ({spec.name!r})")
+        return await run_attempts(
+            spec, runner, dict(arguments), self.ctx, self.task.settings, self.logger
+        )
 
-    def _unknown(self, name: str) -> _Outcome:
+    def _unknown(self, name: str) -> Outcome:
         available = ", ".join(sorted(s.name for s in self.tools.values() if s.executable))
         hint = did_you_mean(name, self.tools)
         message = f"unknown tool {name!r}. Available tools: {available or 'none'}."
-        return _error("FP230", f"{message} {hint}" if hint else message)
-
-    def _validate(self, spec: ToolSpec, arguments: Mapping[str, Any]) -> str | None:
-        cached = self._validators.get(spec.name)
-        if cached is not None and cached[0] is spec:
-            validator = cached[1]
-        else:
-            try:
-                Draft202012Validator.check_schema(dict(spec.parameters))
-            except SchemaError as exc:
-                return f"the tool's parameter schema is invalid: {exc.message}"
-            validator = Draft202012Validator(dict(spec.parameters))
-            self._validators[spec.name] = (spec, validator)
-        errors = sorted(validator.iter_errors(dict(arguments)), key=lambda e: list(e.path))
-        if not errors:
-            return None
-        parts = []
-        for error in errors[:5]:
-            where = "/".join(str(p) for p in error.path)
-            parts.append(f"{where}: {error.message}" if where else error.message)
-        return "; ".join(parts)
-
-    def _limits(self, spec: ToolSpec) -> tuple[int, float | None]:
-        settings = self.task.settings
-        retries = spec.metadata.get("retries", settings.tool_retries)
-        timeout = spec.metadata.get("timeout", settings.tool_timeout)
-        return int(retries), float(timeout) if timeout else None
-
-    async def _run_with_retries(
-        self, spec: ToolSpec, runner: Runner, arguments: dict[str, Any]
-    ) -> _Outcome:
-        retries, timeout = self._limits(spec)
-        outcome = _Outcome("")
-        for attempt in range(1, retries + 2):
-            outcome, retry = await self._attempt(spec, runner, arguments, timeout, attempt)
-            if not retry:
-                return outcome
-            if attempt <= retries:
-                self.logger.warning("tool %s failed (attempt %d), retrying", spec.name, attempt)
-        return outcome
-
-    async def _attempt(
-        self,
-        spec: ToolSpec,
-        runner: Runner,
-        arguments: dict[str, Any],
-        timeout: float | None,
-        attempt: int,
-    ) -> tuple[_Outcome, bool]:
-        """One try: the outcome and whether another try is worth it."""
-        name = f"tool {spec.name!r}"
-        try:
-            async with asyncio.timeout(timeout):
-                value = await runner(spec, arguments, self.ctx)
-            return _Outcome(result_text(value), False, attempt), False
-        except TimeoutError:
-            return _error("FP233", f"{name} timed out after {timeout:g}s", attempt), True
-        except ShellToolFailed as exc:
-            text = f"{name} {exc}" + (f"; output:\n{exc.output}" if exc.output else "")
-            return _error("FP234", text, attempt), exc.retryable
-        except ToolArgumentError as exc:
-            return _error("FP231", f"invalid arguments for {spec.name!r}: {exc}", attempt), False
-        except SandboxViolation as exc:
-            return _error("FP201", f"{name}: sandbox violation: {exc}", attempt), False
-        except Exception as exc:
-            message = f"{name} failed: {type(exc).__name__}: {exc}"
-            return _error("FP232", message, attempt), is_retryable(exc)
+        return error("FP230", f"{message} {hint}" if hint else message)
 
     def _finish(self, content: str, spec: ToolSpec | None) -> str:
         """Redact (secret values always, file names unless allowed), then cap the length."""

@@ -12,7 +12,8 @@ import pytest
 
 from prefect_folpipe.loader.toolmodules import discover_tools
 from prefect_folpipe.messages import ToolCall
-from prefect_folpipe.tools.runtime import RUNNERS, Toolbox, register_runner, result_text
+from prefect_folpipe.tools.attempts import result_text
+from prefect_folpipe.tools.runtime import RUNNERS, Toolbox, register_runner
 from prefect_folpipe.workflow.config import TaskConfig
 from prefect_folpipe.workflow.tree import EffectiveSettings, Task, ToolSpec, Workflow
 
