@@ -19,10 +19,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from ..errors import ConfigError, MissingInputError
+from ..errors import ConfigError, MissingInputError, TaskError
 from ..providers.base import Provider
 from ..providers.registry import provider_name
 from ..workflow.context import ENV_KEY, answer_delta, visible_keys
+from ..workflow.jsondata import NotPlainJSON, check_plain
 from ..workflow.providers import NO_PROVIDER_MESSAGE
 from ..workflow.tree import Task, Workflow
 from .loop import AgentPass, CallLedger, Conversation, converse
@@ -67,7 +68,22 @@ async def run_task(
     if phase != "first" and "post_run" in task.hooks:
         working = await _hook("post_run", task, workflow, working, logger)
     outcome.delta = compute_delta(before, working, output_keys)
+    _check_json(task, outcome.delta)
     return outcome
+
+
+def _check_json(task: Task, delta: Mapping[str, Any]) -> None:
+    """What a task adds to the context is checkpointed and printed as strict JSON: refuse
+    ``NaN``, dates, sets, objects and hostile nesting here, with a code (FP515)."""
+    try:
+        check_plain(dict(delta), "context")
+    except NotPlainJSON as exc:
+        raise TaskError(
+            f"task {task.path or task.name!r} produced a value that is not JSON: {exc}",
+            code="FP515",
+            hint="keep context values JSON: strings, finite numbers, booleans, null, lists and "
+            "objects with string keys",
+        ) from None
 
 
 def _working_copy(task: Task, context: Mapping[str, Any]) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from .dependencies import check_dependencies
 from .deploy_rules import check_deploy
 from .failure import check_failure_policy
 from .hook_files import check_hook_files
+from .json_values import check_json_values
 from .loops import check_loops
 from .structure import check_empty_tasks
 
@@ -36,6 +37,7 @@ RULES: tuple[Rule, ...] = (
     check_deploy,
     check_backends,
     check_hook_files,
+    check_json_values,
 )
 
 __all__ = ["RULES", "Rule", "check", "load_workflow", "run_rules", "validate_workflow"]
