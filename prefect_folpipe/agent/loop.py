@@ -43,8 +43,9 @@ class CallLedger(Protocol):
 
     ``before_call`` runs before every model call and raises ``errors.BudgetExceeded`` to stop
     it; ``after_call`` is told the call's usage and the model that answered, and may return
-    the call's cost (a float) to add to ``TaskOutcome.cost``. Either may be a coroutine
-    function.
+    the call's cost (a float) to add to ``TaskOutcome.cost``. A ledger may also define
+    ``failed_call(task)``, told of every call that raised (it counts as a model call with no
+    tokens). Any of them may be a coroutine function.
     """
 
     def before_call(self, task: Task) -> Any: ...
@@ -162,7 +163,16 @@ async def _call_model(
     request = build_request(agent, tuple(convo.messages), definitions)
     if agent.ledger is not None:
         await _maybe_await(agent.ledger.before_call(agent.task))
-    response = await agent.provider.complete(request)
+    try:
+        response = await agent.provider.complete(request)
+    except Exception:
+        # an attempt that failed (auth, rate limit, server error, ...) is still a model call:
+        # counted, with no tokens (the provider reported none)
+        convo.model_calls += 1
+        failed = getattr(agent.ledger, "failed_call", None)
+        if failed is not None:
+            await _maybe_await(failed(agent.task))
+        raise
     convo.model_calls += 1
     (agent.logger or LOG).info(
         "model call %d: %d in / %d out tokens, %d tool call(s)",
