@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ..workflow.envnames import is_dangerous_env_name
 from ..workflow.toolschema import object_schema
 
 SHELL_ENV_NAMES = frozenset(
@@ -26,9 +27,10 @@ _SHELL_ASSIGN = re.compile(
 def infer_shell_params(script: str) -> dict[str, Any]:
     """Parameters of a shell script that declares none: the ``$VARS`` it reads.
 
-    Variables the sandbox provides, shell specials and variables the script assigns itself are
-    not parameters. ``${NAME:-default}`` makes a parameter optional. Names are lower-cased
-    (the script sees both spellings).
+    Variables the sandbox provides, shell specials, variables the script assigns itself and
+    variables that change how programs run (``GIT_SSH_COMMAND``, ``LD_PRELOAD``, ...: the model
+    must never choose them) are not parameters. ``${NAME:-default}`` makes a parameter
+    optional. Names are lower-cased (the script sees both spellings).
     """
     assigned = {name for match in _SHELL_ASSIGN.finditer(script) for name in match.groups() if name}
     properties: dict[str, Any] = {}
@@ -36,6 +38,8 @@ def infer_shell_params(script: str) -> dict[str, Any]:
     for match in _SHELL_VAR.finditer(script):
         var = match.group(1)
         if var in SHELL_ENV_NAMES or var in assigned or var.startswith("BASH"):
+            continue
+        if is_dangerous_env_name(var):
             continue
         name = var.lower()
         if match.group(2):

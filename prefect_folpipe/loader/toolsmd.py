@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import Severity, did_you_mean
+from ..workflow.envnames import is_dangerous_env_name
 from ..workflow.marker import describe_function, tool_meta
 from ..workflow.toolschema import ToolDefinitionError, empty_schema
 from ..workflow.tree import ToolSpec
@@ -293,9 +294,22 @@ def _build_shell(source: _Source, metadata: dict[str, Any]) -> ToolSpec | None:
     assert source.parsed.code is not None
     script = source.parsed.code.code
     parameters = _parameters(source, metadata, lambda: infer_shell_params(script))
-    if parameters is None:
+    if parameters is None or not _safe_env_names(source, parameters):
         return None
     return _spec(source, metadata, parameters=parameters, code=script)
+
+
+def _safe_env_names(source: _Source, parameters: Mapping[str, Any]) -> bool:
+    """FP229 for shell parameters that would set ``GIT_SSH_COMMAND``, ``LD_PRELOAD``, ..."""
+    bad = [name for name in parameters.get("properties", {}) if is_dangerous_env_name(name)]
+    for name in bad:
+        source.report(
+            "FP229",
+            f"shell tool {source.section.name!r}: parameter {name!r} would set the environment "
+            f"variable {name.upper()}, which changes how programs run",
+            hint="rename the parameter (shell tools get their arguments as variables)",
+        )
+    return not bad
 
 
 def _parameters(
