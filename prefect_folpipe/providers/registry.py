@@ -251,6 +251,7 @@ class ProviderPool:
         self.call_guard = call_guard
         self.record = record
         self._instances: dict[str, Provider] = {}
+        self._salts: dict[str, str] = {}
         self._lock = threading.Lock()
         self._recorder: Any = None
 
@@ -274,6 +275,33 @@ class ProviderPool:
             return provider
         guard = self.call_guard
         return GuardedProvider(provider, lambda: guard(task))  # type: ignore[return-value]
+
+    def checkpoint_salt(self, task: Task) -> str:
+        """Who answers ``task``, for its checkpoint key: the effective provider type (an
+        override changes it) and, for a provider whose answers are data — the scripted replies,
+        a replay cassette — a hash of the part that answers this task
+        (``checkpoint_identity(task)``), so editing that part invalidates the checkpoint while
+        edits for other tasks do not. Memoised per task for the run."""
+        salt = self._salts.get(task.path)
+        if salt is None:
+            salt = self._salts[task.path] = self._checkpoint_salt(task)
+        return salt
+
+    def _checkpoint_salt(self, task: Task) -> str:
+        if self.override is not None:
+            kind = canonical_type(self.override.name)
+        elif task.provider is not None:
+            kind = task.provider.type
+        else:
+            return ""
+        if not task.runs_agent:
+            return kind
+        try:
+            provider: Any = self.for_task(task)
+        except ConfigError:  # reported where the task runs
+            return kind
+        identity = getattr(provider, "checkpoint_identity", None)
+        return f"{kind}|{identity(task)}" if callable(identity) else kind
 
     def _cassette_recorder(self) -> Any:
         """The run's cassette recorder (``record=``), shared by every provider of the pool."""

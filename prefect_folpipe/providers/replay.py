@@ -295,6 +295,15 @@ class ReplayProvider:
     async def check_capabilities(self, task: Task) -> None:
         return None
 
+    def checkpoint_identity(self, task: Task) -> str:
+        """sha256 of the recorded turns of ``task``: part of its checkpoint key, so a
+        re-recorded or edited cassette re-runs the tasks whose turns changed."""
+        turns = sorted(
+            (turn, entry) for (path, turn), entry in self._interactions.items() if path == task.path
+        )
+        text = json.dumps(turns, sort_keys=True, default=repr)
+        return "cassette:" + hashlib.sha256(text.encode()).hexdigest()[:32]
+
     async def complete(self, request: ModelRequest) -> ModelResponse:
         turn = self._turns.next(request.task_path)
         where = f"task {_task_label(request.task_path)} turn {turn}"

@@ -21,6 +21,8 @@ lives in the provider instance, which the provider pool shares for the whole run
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import hashlib
 import json
 import math
 import threading
@@ -312,6 +314,17 @@ class ScriptedProvider:
             code="FP306",
             hint=f"add `tasks: {{{task_name}: [...]}}` or a `default:` entry to the replies file",
         )
+
+    def checkpoint_identity(self, task: Any) -> str:
+        """sha256 of the entries that answer ``task`` (its list, or ``default``): part of its
+        checkpoint key, so editing them re-runs the task and editing another task's does not."""
+        try:
+            entries = self.entries_for(task.path, task.name)
+        except ConfigError:
+            return "no-replies"
+        data = [dataclasses.asdict(entry) for entry in entries]
+        text = json.dumps(data, sort_keys=True, default=repr)
+        return "replies:" + hashlib.sha256(text.encode()).hexdigest()[:32]
 
     def next_entry(self, task_path: str, task_name: str) -> ScriptedReply:
         """Advance this task's cursor; the last entry repeats."""
