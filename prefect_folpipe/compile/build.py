@@ -119,9 +119,9 @@ class WorkflowRun:
         return factory(self.workflow) if factory is not None else None
 
     def salt(self, task: Task) -> str:
-        """The effective provider type (an override changes what answers a task)."""
-        provider, _ = self._provider_of(task)
-        return provider or ""
+        """Who answers the task: the effective provider type (an override changes it) and a
+        hash of the scripted replies / cassette turns answering it (issue 11 point 8)."""
+        return self.pool.checkpoint_salt(task)
 
     def identity(self, task: Task) -> str:
         value = self._identities.get(task.path)
