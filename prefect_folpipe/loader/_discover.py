@@ -16,22 +16,17 @@ r"""Folder walk (spec §2.5, §2.7): task identity, children, ordering, names an
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..errors import Diagnostic, Severity, suggest
 from ..workflow.config import TaskConfig
 from ..workflow.tree import DEFAULT_PRIORITY
-from ._config import parse_config
-from ._yaml import SourceMap, YamlProblem, parse_yaml
+from ._files import INSTRUCTIONS, PREFIX, SKILL, TASK_YAML, FolderFiles
+from ._yaml import SourceMap
 
-TASK_YAML = "task.yaml"
-INSTRUCTIONS = "instructions.md"
-SKILL = "SKILL.md"
 SUBTASKS = "subtasks"
 MARKERS = (INSTRUCTIONS, TASK_YAML, SUBTASKS, SKILL)
-PREFIX = re.compile(r"^(\d+)_(?=.)")
 IGNORED_DIRS = frozenset({"__pycache__"})
 
 
@@ -66,8 +61,12 @@ class Discovery:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.diagnostics: list[Diagnostic] = []
-        self.blobs: dict[Path, bytes] = {}
+        self.files = FolderFiles(self.diagnostics)
+
+    @property
+    def blobs(self) -> dict[Path, bytes]:
         """Bytes of every file read, so content hashes need not read them again."""
+        return self.files.blobs
 
     def error(
         self,
@@ -116,7 +115,7 @@ class Discovery:
             task = stack.pop()
             paths[task.rel_dir] = task.path
             stack += [*task.children, *task.disabled]
-        self.diagnostics = [
+        self.diagnostics[:] = [
             replace(d, task=paths.get(d.task, d.task)) if d.task is not None else d
             for d in self.diagnostics
         ]
@@ -126,8 +125,8 @@ class Discovery:
     ) -> RawTask:
         """Read one task folder and, recursively, its children."""
         rel_dir = label
-        config, source, source_file, instructions = self._read_config(folder, entries, label)
-        name = self._name(config, folder, source, label)
+        config, source, source_file, instructions = self.files.read_task(folder, entries, label)
+        name = self.files.name(config, folder, source, label)
         match = PREFIX.match(folder.name)
         default_priority = int(match.group(1)) if match else DEFAULT_PRIORITY
         task = RawTask(
@@ -145,128 +144,6 @@ class Discovery:
         if task.has_subtasks_dir or (config.subtasks and config.subtasks.order):
             self._load_children(task, lineage)
         return task
-
-    def _read_config(
-        self, folder: Path, entries: frozenset[str], label: str
-    ) -> tuple[TaskConfig, SourceMap, Path | None, tuple[str, Path, int] | None]:
-        rel = f"{label}/" if label else ""
-        if SKILL in entries and not entries & {TASK_YAML, INSTRUCTIONS}:
-            return self._read_skill(folder / SKILL, f"{rel}{SKILL}", label)
-        if SKILL in entries:
-            self.error(
-                "FP107",
-                "SKILL.md next to task.yaml / instructions.md is ignored",
-                f"{rel}{SKILL}",
-                1,
-                label,
-                "keep either SKILL.md (front-matter + body) or task.yaml + instructions.md",
-                Severity.WARNING,
-            )
-        source = SourceMap(f"{rel}{TASK_YAML}")
-        config, source_file = TaskConfig(), None
-        if TASK_YAML in entries:
-            source_file = folder / TASK_YAML
-            text = self._read_text(source_file, source.file, label)
-            if text is not None:
-                config, source = self._parse(text, source.file, label)
-        instructions = None
-        if INSTRUCTIONS in entries:
-            body = self._read_text(folder / INSTRUCTIONS, f"{rel}{INSTRUCTIONS}", label)
-            instructions = (body, folder / INSTRUCTIONS, 1) if body is not None else None
-        return config, source, source_file, instructions
-
-    def _read_skill(
-        self, file: Path, rel: str, label: str
-    ) -> tuple[TaskConfig, SourceMap, Path | None, tuple[str, Path, int] | None]:
-        text = self._read_text(file, rel, label)
-        if text is None:
-            return TaskConfig(), SourceMap(rel), file, None
-        lines = text.splitlines(keepends=True)
-        if not lines or lines[0].strip() != "---":
-            return TaskConfig(), SourceMap(rel), file, (text, file, 1)
-        end = next((i for i in range(1, len(lines)) if lines[i].strip() == "---"), None)
-        if end is None:
-            self.error(
-                "FP107",
-                "SKILL.md front-matter is not closed by a `---` line",
-                rel,
-                1,
-                label,
-                "end the YAML front-matter with a line holding only ---",
-            )
-            return TaskConfig(), SourceMap(rel), file, (text, file, 1)
-        config, source = self._parse("".join(lines[1:end]), rel, label, line_offset=1)
-        return config, source, file, ("".join(lines[end + 1 :]), file, end + 2)
-
-    def _read_text(self, file: Path, rel: str, label: str) -> str | None:
-        try:
-            data = file.read_bytes()
-            self.blobs[file] = data
-            return data.decode("utf-8-sig")
-        except UnicodeDecodeError as exc:
-            self.error(
-                "FP108",
-                f"file is not UTF-8 text ({exc.reason} at byte {exc.start})",
-                rel,
-                None,
-                label,
-                "save the file as UTF-8",
-            )
-        except OSError as exc:
-            folder = isinstance(exc, IsADirectoryError)
-            self.error(
-                "FP108",
-                f"cannot read file: {exc.strerror or exc}",
-                rel,
-                None,
-                label,
-                "it must be a file, not a folder" if folder else "check the file's permissions",
-            )
-        return None
-
-    def _parse(
-        self, text: str, rel: str, label: str, *, line_offset: int = 0
-    ) -> tuple[TaskConfig, SourceMap]:
-        data, source, problems = parse_yaml(text, rel, line_offset=line_offset)
-        for problem in problems:
-            self._yaml_problem(problem, rel, label)
-        if any(p.kind == "syntax" for p in problems):
-            return TaskConfig(), source
-        config, _, diagnostics = parse_config(data, source, label)
-        self.diagnostics += diagnostics
-        return config, source
-
-    def _yaml_problem(self, problem: YamlProblem, rel: str, label: str) -> None:
-        if problem.kind == "duplicate":
-            self.error(
-                "FP105", problem.message, rel, problem.line, label, "remove one of the two keys"
-            )
-        else:
-            self.error(
-                "FP102",
-                problem.message,
-                rel,
-                problem.line,
-                label,
-                "check indentation, colons and quotes around this line",
-            )
-
-    def _name(self, config: TaskConfig, folder: Path, source: SourceMap, label: str) -> str:
-        fallback = PREFIX.sub("", folder.name) or folder.name
-        name = config.name
-        if name is None:
-            return fallback
-        if not name.strip() or "/" in name or name.startswith("."):
-            self.error(
-                "FP116",
-                f"invalid task name {name!r}",
-                source.file,
-                source.line(("name",)),
-                label,
-                "a name is not empty, has no '/' and does not start with '.'",
-            )
-            return fallback
-        return name
 
     # --- children ---------------------------------------------------------------------------
 

@@ -27,17 +27,22 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
+    # each import names its module explicitly (``from . import redact`` would ask this
+    # module for ``redact`` again while the submodule is being imported)
     if name in ("Hook", "run_hook"):
-        from . import hooks as home
-    elif name in ("RUNNERS", "Toolbox", "register_runner"):
-        from . import runtime as home  # type: ignore[no-redef]
-    elif name in ("redact", "redact_secrets"):
-        # ``from . import redact`` would ask this very function for ``redact`` first
+        from .hooks import Hook, run_hook
+
+        return {"Hook": Hook, "run_hook": run_hook}[name]
+    if name in ("RUNNERS", "Toolbox", "register_runner"):
+        from .runtime import RUNNERS, Toolbox, register_runner
+
+        return {"RUNNERS": RUNNERS, "Toolbox": Toolbox, "register_runner": register_runner}[name]
+    if name in ("redact", "redact_secrets"):
         from .redact import redact, redact_secrets
 
         return {"redact": redact, "redact_secrets": redact_secrets}[name]
-    elif name == "resolve_path":
-        from ..workflow import grants as home  # type: ignore[no-redef]
-    else:
-        raise AttributeError(f"module 'prefect_folpipe.tools' has no attribute {name!r}")
-    return getattr(home, name)
+    if name == "resolve_path":
+        from ..workflow.grants import resolve_path
+
+        return resolve_path
+    raise AttributeError(f"module 'prefect_folpipe.tools' has no attribute {name!r}")

@@ -1,0 +1,165 @@
+"""Reading one task folder's files: task.yaml or SKILL.md front-matter, instructions, the name.
+
+Every file is read once; its bytes are kept (``blobs``) so content hashes need not read it
+again. Problems become diagnostics (FP102, FP105, FP107, FP108, FP116), never exceptions.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from ..errors import Diagnostic, Severity
+from ..workflow.config import TaskConfig
+from ._config import parse_config
+from ._yaml import SourceMap, YamlProblem, parse_yaml
+
+TASK_YAML = "task.yaml"
+INSTRUCTIONS = "instructions.md"
+SKILL = "SKILL.md"
+PREFIX = re.compile(r"^(\d+)_(?=.)")
+
+Instructions = tuple[str, Path, int]
+"""The instructions' text, their file and the line their first line is on."""
+
+
+class FolderFiles:
+    """Reads task folders' files into configs and instructions, reporting into ``diagnostics``."""
+
+    def __init__(self, diagnostics: list[Diagnostic]) -> None:
+        self.diagnostics = diagnostics
+        self.blobs: dict[Path, bytes] = {}
+
+    def error(
+        self,
+        code: str,
+        message: str,
+        file: str | None,
+        line: int | None = None,
+        task: str | None = None,
+        hint: str | None = None,
+        severity: Severity = Severity.ERROR,
+    ) -> None:
+        self.diagnostics.append(Diagnostic(code, message, file, line, task, hint, severity))
+
+    def read_task(
+        self, folder: Path, entries: frozenset[str], label: str
+    ) -> tuple[TaskConfig, SourceMap, Path | None, Instructions | None]:
+        rel = f"{label}/" if label else ""
+        if SKILL in entries and not entries & {TASK_YAML, INSTRUCTIONS}:
+            return self._read_skill(folder / SKILL, f"{rel}{SKILL}", label)
+        if SKILL in entries:
+            self.error(
+                "FP107",
+                "SKILL.md next to task.yaml / instructions.md is ignored",
+                f"{rel}{SKILL}",
+                1,
+                label,
+                "keep either SKILL.md (front-matter + body) or task.yaml + instructions.md",
+                Severity.WARNING,
+            )
+        source = SourceMap(f"{rel}{TASK_YAML}")
+        config, source_file = TaskConfig(), None
+        if TASK_YAML in entries:
+            source_file = folder / TASK_YAML
+            text = self.read_text(source_file, source.file, label)
+            if text is not None:
+                config, source = self._parse(text, source.file, label)
+        instructions = None
+        if INSTRUCTIONS in entries:
+            body = self.read_text(folder / INSTRUCTIONS, f"{rel}{INSTRUCTIONS}", label)
+            instructions = (body, folder / INSTRUCTIONS, 1) if body is not None else None
+        return config, source, source_file, instructions
+
+    def _read_skill(
+        self, file: Path, rel: str, label: str
+    ) -> tuple[TaskConfig, SourceMap, Path | None, Instructions | None]:
+        text = self.read_text(file, rel, label)
+        if text is None:
+            return TaskConfig(), SourceMap(rel), file, None
+        lines = text.splitlines(keepends=True)
+        if not lines or lines[0].strip() != "---":
+            return TaskConfig(), SourceMap(rel), file, (text, file, 1)
+        end = next((i for i in range(1, len(lines)) if lines[i].strip() == "---"), None)
+        if end is None:
+            self.error(
+                "FP107",
+                "SKILL.md front-matter is not closed by a `---` line",
+                rel,
+                1,
+                label,
+                "end the YAML front-matter with a line holding only ---",
+            )
+            return TaskConfig(), SourceMap(rel), file, (text, file, 1)
+        config, source = self._parse("".join(lines[1:end]), rel, label, line_offset=1)
+        return config, source, file, ("".join(lines[end + 1 :]), file, end + 2)
+
+    def read_text(self, file: Path, rel: str, label: str) -> str | None:
+        try:
+            data = file.read_bytes()
+            self.blobs[file] = data
+            return data.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            self.error(
+                "FP108",
+                f"file is not UTF-8 text ({exc.reason} at byte {exc.start})",
+                rel,
+                None,
+                label,
+                "save the file as UTF-8",
+            )
+        except OSError as exc:
+            folder = isinstance(exc, IsADirectoryError)
+            self.error(
+                "FP108",
+                f"cannot read file: {exc.strerror or exc}",
+                rel,
+                None,
+                label,
+                "it must be a file, not a folder" if folder else "check the file's permissions",
+            )
+        return None
+
+    def _parse(
+        self, text: str, rel: str, label: str, *, line_offset: int = 0
+    ) -> tuple[TaskConfig, SourceMap]:
+        data, source, problems = parse_yaml(text, rel, line_offset=line_offset)
+        for problem in problems:
+            self._yaml_problem(problem, rel, label)
+        if any(p.kind == "syntax" for p in problems):
+            return TaskConfig(), source
+        config, _, diagnostics = parse_config(data, source, label)
+        self.diagnostics += diagnostics
+        return config, source
+
+    def _yaml_problem(self, problem: YamlProblem, rel: str, label: str) -> None:
+        if problem.kind == "duplicate":
+            self.error(
+                "FP105", problem.message, rel, problem.line, label, "remove one of the two keys"
+            )
+        else:
+            self.error(
+                "FP102",
+                problem.message,
+                rel,
+                problem.line,
+                label,
+                "check indentation, colons and quotes around this line",
+            )
+
+    def name(self, config: TaskConfig, folder: Path, source: SourceMap, label: str) -> str:
+        fallback = PREFIX.sub("", folder.name) or folder.name
+        name = config.name
+        if name is None:
+            return fallback
+        if not name.strip() or "/" in name or name.startswith("."):
+            self.error(
+                "FP116",
+                f"invalid task name {name!r}",
+                source.file,
+                source.line(("name",)),
+                label,
+                "a name is not empty, has no '/' and does not start with '.'",
+            )
+            return fallback
+        return name
