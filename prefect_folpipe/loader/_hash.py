@@ -1,15 +1,14 @@
 """Content hashes: what a task's checkpoints key on.
 
 A task's hash covers its path and **every file of its folder** at any depth — task.yaml,
-instructions.md, SKILL.md, tools.md, tools/, hooks/, input/, data files, hidden files such as
-``.env`` — by relative path and content, except:
+instructions.md, SKILL.md, tools.md, tools/, hooks/, input/, data files — by relative path and
+content, except:
 
 * ``subtasks/`` (each child has its own hash), and at the workflow root ``shared/`` (covered
   through the snippets and tools a task uses);
-* ``output/`` (what the task itself writes), ``.folpipe/`` (checkpoints and run records),
-  version-control and cache folders (``.git``, ``.hg``, ``.svn``, ``__pycache__``,
-  ``.pytest_cache``, ``.mypy_cache``, ``.ruff_cache``, ``.venv``, ``node_modules``), ``*.pyc``
-  and ``.DS_Store``;
+* ``output/`` (what the task itself writes), ``__pycache__``, ``node_modules``, ``*.pyc``;
+* hidden files and folders (``.env``, ``.folpipe/``, ``.git``, editor swap files, ``.venv``):
+  they hold state, caches and secrets, not the task's inputs;
 * a directory symlink is hashed as its target's path, not followed (a grant such as
   ``data -> /vault/big`` is not read in full at every load); a file symlink by its content;
 * a file larger than :data:`LARGE_FILE` bytes is hashed by size and modification time.
@@ -31,14 +30,10 @@ from pathlib import Path
 
 from ..workflow.tree import ResolvedProvider, ToolSpec
 
-SKIPPED_DIRS = frozenset(
-    {"subtasks", "output", ".folpipe", ".git", ".hg", ".svn", "__pycache__", ".pytest_cache",
-     ".mypy_cache", ".ruff_cache", ".venv", "node_modules"}
-)  # fmt: skip
+SKIPPED_DIRS = frozenset({"subtasks", "output", "__pycache__", "node_modules"})
 """Folders of a task that its hash never covers (at any depth)."""
 ROOT_ONLY_SKIPPED = frozenset({"shared"})
 """Folders skipped in the workflow root's folder only."""
-SKIPPED_FILES = frozenset({".DS_Store"})
 LARGE_FILE = 64 * 1024 * 1024
 """Files above this size are hashed by size and modification time, not content."""
 
@@ -98,7 +93,7 @@ def _tree(folder: Path, rel: str, skipped: frozenset[str]) -> Iterator[tuple[str
         return
     for entry in entries:
         name = entry.name
-        if name in SKIPPED_FILES or name.endswith(".pyc"):
+        if name.startswith(".") or name.endswith(".pyc"):
             continue
         where = f"{rel}/{name}" if rel else name
         try:

@@ -35,14 +35,14 @@ def test_every_data_file_of_the_task_folder_is_hashed(tmp_path: Path) -> None:
             "subtasks/a/input/data.csv": "x\n1\n",
             "subtasks/a/input/deep/more.txt": "m",
             "subtasks/a/notes.txt": "n",
-            "subtasks/a/.env": "TOKEN=1",
+            "subtasks/a/data/table.json": "[]",
             "subtasks/b/instructions.md": "Other.",
         },
     )
     task = root / "subtasks" / "a"
     before = content_hash(root, "a")
     sibling = content_hash(root, "b")
-    for rel in ("input/data.csv", "input/deep/more.txt", "notes.txt", ".env"):
+    for rel in ("input/data.csv", "input/deep/more.txt", "notes.txt", "data/table.json"):
         (task / rel).write_text("changed")
         after = content_hash(root, "a")
         assert after != before, rel
@@ -51,6 +51,7 @@ def test_every_data_file_of_the_task_folder_is_hashed(tmp_path: Path) -> None:
     (task / "output" / "result.txt").write_text("written by the task")
     (task / "input" / "__pycache__").mkdir()
     (task / "input" / "__pycache__" / "x.pyc").write_bytes(b"\0")
+    (task / ".notes.swp").write_text("editor state")
     assert content_hash(root, "a") == before
     assert content_hash(root, "b") == sibling
 
