@@ -30,6 +30,7 @@ from ..messages import (
     message_to_dict,
 )
 from ..providers.base import Provider
+from ..workflow.redaction import mask_exception
 from ..workflow.tree import Task
 from .output import check_output, output_schema, repair_prompt
 
@@ -121,10 +122,8 @@ async def converse(agent: AgentPass) -> Conversation:
 
 def _mask_secrets(exc: ProviderError) -> None:
     """A provider's message may echo a request header or key (a custom adapter, a proxy):
-    mask secret-looking environment values before Prefect logs or stores the error."""
-    from ..tools.redact import redact_secrets
-
-    exc.args = tuple(redact_secrets(a) if isinstance(a, str) else a for a in exc.args)
+    mask it through the redaction registry before Prefect logs or stores the error."""
+    mask_exception(exc)
 
 
 async def _run(agent: AgentPass, convo: Conversation) -> None:
