@@ -20,21 +20,24 @@ Lineage = Sequence[tuple[str, TaskConfig, tuple[ToolSpec, ...]]]
 
 
 def own_tools(
-    folder: Path, entries: frozenset[str], path: str
+    folder: Path, entries: frozenset[str], path: str, *, import_tools: bool = True
 ) -> tuple[tuple[ToolSpec, ...], list[Diagnostic]]:
-    """A task's tools.md + tools/*.py (skipped cheaply when it has neither)."""
+    """A task's tools.md + tools/*.py (skipped cheaply when it has neither); their code is
+    only read, not run, unless ``import_tools``."""
     if "tools.md" not in entries and "tools" not in entries:
         return (), []
-    tools, diagnostics = discover_tools(folder, owner=path)
+    tools, diagnostics = discover_tools(folder, owner=path, import_tools=import_tools)
     return tuple(tools), list(diagnostics)
 
 
-def shared_tools(root: Path) -> tuple[tuple[ToolSpec, ...], list[Diagnostic]]:
+def shared_tools(
+    root: Path, *, import_tools: bool = True
+) -> tuple[tuple[ToolSpec, ...], list[Diagnostic]]:
     """``shared/tools.md`` of the workflow, if there is one."""
     file = root / "shared" / "tools.md"
     if not file.is_file():
         return (), []
-    tools, diagnostics = parse_tools_md(file, owner="<shared>")
+    tools, diagnostics = parse_tools_md(file, owner="<shared>", import_tools=import_tools)
     return tuple(tools), list(diagnostics)
 
 

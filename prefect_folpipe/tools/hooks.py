@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import HookError
+from ..loader.code import exits_refused
 from ..workflow.toolcontext import ToolContext
 from .redact import redact_secrets
 from .shell import run_script, sandbox_env
@@ -86,7 +87,7 @@ async def run_hook(
             raise HookError(f"{stage} hook {path}: unsupported file type (use .py or .sh)")
     except HookError:
         raise
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # a hook's exit() fails the task, not the process
         message = redact_secrets(f"{stage} hook {path} failed: {type(exc).__name__}: {exc}")
         raise HookError(message) from None  # the cause's traceback would carry it unmasked
     return context
@@ -101,7 +102,8 @@ def _load_hook_module(path: Path) -> types.ModuleType:
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     try:
-        spec.loader.exec_module(module)
+        with exits_refused():
+            spec.loader.exec_module(module)
     finally:
         sys.modules.pop(spec.name, None)
     return module
