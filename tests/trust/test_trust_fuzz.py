@@ -8,6 +8,7 @@ no Prefect (the agent runs a task directly, with the scripted provider).
 from __future__ import annotations
 
 import asyncio
+import itertools
 import re
 import tempfile
 from pathlib import Path
@@ -161,8 +162,12 @@ def _coded(diagnostics: list[Diagnostic]) -> None:
         assert CODE.match(diagnostic.code), diagnostic
 
 
+_BASE = Path(tempfile.mkdtemp(prefix="folpipe-fuzz-"))
+_COUNT = itertools.count()
+
+
 def _workflow(files: dict[str, str]) -> Path:
-    root = Path(tempfile.mkdtemp(prefix="folpipe-fuzz-"))
+    root = _BASE / f"case{next(_COUNT)}"  # no tempfile per case: it draws on `random`
     for rel, text in files.items():
         target = root / rel
         target.parent.mkdir(parents=True, exist_ok=True)
