@@ -1,8 +1,8 @@
 """``folpipe graph``: draw the task tree with execution types, dependencies and loop bounds.
 
 Text by default (for terminals), ``--mermaid`` for docs and pull requests, ``--json`` (nodes
-and edges) for tools. An invalid workflow
-prints its diagnostics and exits 1. Never imports Prefect.
+and edges) for tools; all three draw the run's ``Plan``. An invalid workflow prints its
+diagnostics and exits 1. Never imports Prefect.
 """
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ from pathlib import Path
 
 import click
 
-from ..render import graph_to_dict, to_mermaid, to_text_graph
+from ..compile.plan import build_plan
+from ..compile.views import graph_to_dict
 from ._render import EXIT_FAILED, handle_errors, print_json
 
 
@@ -25,7 +26,8 @@ def command(path: Path, mermaid: bool, as_json: bool) -> None:
 
     with handle_errors(json_output=as_json, root=path, validation_exit_code=EXIT_FAILED):
         workflow = load_workflow(path, import_tools=False)  # reads, never runs, tool code
+    plan = build_plan(workflow)
     if as_json:
-        print_json(graph_to_dict(workflow))
+        print_json(graph_to_dict(plan))
         return
-    click.echo(to_mermaid(workflow) if mermaid else to_text_graph(workflow), nl=False)
+    click.echo(plan.to_mermaid() if mermaid else plan.to_text(), nl=False)

@@ -7,6 +7,7 @@ prints its diagnostics and exits 1, like ``folpipe validate``.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -16,15 +17,10 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
+from ..compile.plan import Plan, build_plan
+from ..compile.views import tool_origin, tree_to_dict
 from ..errors import did_you_mean
-from ..render import (
-    child_entries,
-    execution_label,
-    explain_tool,
-    tool_declarations,
-    tool_origin,
-    workflow_to_dict,
-)
+from ..loader.inheritance import missing_reasons
 from ..workflow.tree import EffectiveSettings, Task, Workflow
 from ._render import EXIT_FAILED, get_console, handle_errors, print_diagnostics, print_json
 
@@ -43,10 +39,9 @@ def changed_settings(
     return {key: value for key, value in settings.items() if value != base.get(key)}
 
 
-def _headline(task: Task, enabled: bool) -> Text:
+def _headline(task: Task, enabled: bool, kind: str | None) -> Text:
     text = Text(task.name, style="bold" if enabled else "dim strike")
     facts = [task.kind]
-    kind = execution_label(task)
     if kind:
         facts.append(kind)
     facts.append(f"priority {task.priority}")
@@ -90,9 +85,11 @@ def task_label(
     root_name: str,
     parent: Task | None = None,
     full: bool = False,
+    execution_type: str | None = None,
 ) -> Text:
-    """The multi-line label of one task in the human tree."""
-    lines = [_headline(task, enabled)]
+    """The multi-line label of one task in the human tree (``execution_type``: the plan's,
+    for a branch)."""
+    lines = [_headline(task, enabled, execution_type)]
     if task.config.description:
         lines.append(Text(task.config.description, style="italic"))
     lines.append(_tools_line(task, root_name))
@@ -102,19 +99,29 @@ def task_label(
     return Text("\n").join(lines)
 
 
-def build_tree(workflow: Workflow, *, full: bool = False) -> Tree:
+def build_tree(workflow: Workflow, *, full: bool = False, plan: Plan | None = None) -> Tree:
     """A rich Tree of the workflow: one multi-line label per task, disabled ones included."""
+    plan = plan or build_plan(workflow)
     root = workflow.root
-    tree = Tree(task_label(root, enabled=root.config.enabled, root_name=root.name, full=full))
 
-    def add(branch: Tree, task: Task, enabled: bool) -> None:
-        for entry in child_entries(task, enabled=enabled):
-            label = task_label(
-                entry.task, enabled=entry.enabled, root_name=root.name, parent=task, full=full
-            )
-            add(branch.add(label), entry.task, entry.enabled)
+    def label(path: str, parent: Task | None) -> Text:
+        node = plan.node(path)
+        return task_label(
+            plan.task(path),
+            enabled=node.enabled,
+            root_name=root.name,
+            parent=parent,
+            full=full,
+            execution_type=node.execution_type,
+        )
 
-    add(tree, root, root.config.enabled)
+    tree = Tree(label("", None))
+
+    def add(branch: Tree, task: Task) -> None:
+        for path in plan.node(task.path).all_children:
+            add(branch.add(label(path, task)), plan.task(path))
+
+    add(tree, root)
     return tree
 
 
@@ -124,6 +131,80 @@ def print_tree(workflow: Workflow, console: Console, *, full: bool = False) -> N
     if workflow.warnings:
         console.print()
         print_diagnostics(workflow.warnings, console, root=workflow.root_dir)
+
+
+# --------------------------------------------------------------------------- --why TOOL
+
+
+@dataclass(frozen=True)
+class ToolVisibility:
+    """Whether one task gets a tool, and why (or why not)."""
+
+    task: Task
+    enabled: bool
+    visible: bool
+    reason: str
+
+
+def tool_declarations(workflow: Workflow) -> dict[str, list[str]]:
+    """Every declared tool name -> the labels of the tasks declaring it (and shared/tools.md)."""
+    declared: dict[str, list[str]] = {}
+    for tool in workflow.shared_tools:
+        declared.setdefault(tool.name, []).append("shared/tools.md")
+
+    def visit(task: Task) -> None:
+        for tool in task.own_tools:
+            declared.setdefault(tool.name, []).append(_label(task, workflow.root.name))
+        for child in (*task.children, *task.disabled_children):
+            visit(child)
+
+    visit(workflow.root)
+    return declared
+
+
+def explain_tool(workflow: Workflow, name: str) -> list[ToolVisibility]:
+    """For every task (root first, disabled ones included): does it get tool ``name``, and why.
+
+    The answer (visible or not) is the loader's resolved tool set; the reason for a missing tool
+    names the scoping rule of spec §2.10 that filtered it out.
+    """
+    shared = {tool.name for tool in workflow.shared_tools}
+    declared_by = tool_declarations(workflow).get(name, [])
+    rows: list[ToolVisibility] = []
+
+    def visit(task: Task, lineage: list[Task], enabled: bool) -> None:
+        found = next((tool for tool in task.tools if tool.name == name), None)
+        if found is not None:
+            reason = tool_origin(found, root_name=workflow.root.name)
+            rows.append(ToolVisibility(task, enabled, True, reason))
+        else:
+            reason = _missing_reason(task, lineage, name, name in shared, workflow.root.name)
+            if not reason:
+                reason = f"declared only by {', '.join(declared_by)}, not an ancestor"
+            rows.append(ToolVisibility(task, enabled, False, reason))
+        node = plan.node(task.path)
+        for child in node.all_children:
+            visit(plan.task(child), [*lineage, task], plan.node(child).enabled)
+
+    plan = build_plan(workflow)
+    visit(workflow.root, [], workflow.root.config.enabled)
+    return rows
+
+
+def _label(task: Task, root_name: str) -> str:
+    return task.path or root_name
+
+
+def _missing_reason(
+    task: Task, lineage: list[Task], name: str, in_shared: bool, root_name: str
+) -> str:
+    """Why ``task`` does not get tool ``name``: the loader's scoping rule, per ancestor
+    declaring it (nearest first), and a shared tool it does not ``use_shared``."""
+    chain = [(node.path, node.config, node.own_tools) for node in (*lineage, task)]
+    reasons = missing_reasons(chain, name, label=lambda path: path or root_name)
+    if in_shared and name not in task.config.tools.use_shared:
+        reasons.append("it is in shared/tools.md: add it to tools.use_shared")
+    return "; ".join(reasons)
 
 
 def check_tool_name(workflow: Workflow, tool_name: str) -> None:
@@ -194,6 +275,6 @@ def command(path: Path, as_json: bool, full: bool, tool_name: str | None) -> Non
             get_console().print(why_table(workflow, tool_name))
         return
     if as_json:
-        print_json(workflow_to_dict(workflow))
+        print_json(tree_to_dict(build_plan(workflow)))
         return
     print_tree(workflow, get_console(), full=full)

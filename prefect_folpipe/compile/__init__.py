@@ -1,23 +1,13 @@
-"""compile: translate a loaded workflow into Prefect flows and run them.
+"""compile: plan a loaded workflow (``plan``, Prefect-free), then build and run it on Prefect.
 
-``plan``-like helpers here are Prefect-free; ``build`` and ``api`` import Prefect, so the public
-names are re-exported lazily and ``import prefect_folpipe.compile.cache`` stays cheap.
+``plan``, ``views`` and the other pure modules never import Prefect; ``build``, ``api``,
+``leaf``, ``tasks``, ``executor`` and ``dask`` do, so the public names are re-exported lazily
+and ``import prefect_folpipe.compile.plan`` stays cheap.
 """
 
 from __future__ import annotations
 
-from importlib import import_module
 from typing import Any
-
-_LAZY: dict[str, str] = {
-    "folder_to_flow": "prefect_folpipe.compile.api",
-    "run_workflow": "prefect_folpipe.compile.api",
-    "arun_workflow": "prefect_folpipe.compile.api",
-    "RunResult": "prefect_folpipe.compile.report",
-    "RunOptions": "prefect_folpipe.compile.options",
-    "run_root": "prefect_folpipe.compile.build",
-    "flush_artifacts": "prefect_folpipe.compile.background",
-}
 
 __all__ = [
     "RunOptions",
@@ -31,9 +21,18 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
+    if name in ("folder_to_flow", "run_workflow", "arun_workflow"):
+        from . import api as home
+    elif name == "RunResult":
+        from . import report as home  # type: ignore[no-redef]
+    elif name == "RunOptions":
+        from . import options as home  # type: ignore[no-redef]
+    elif name == "run_root":
+        from . import build as home  # type: ignore[no-redef]
+    elif name == "flush_artifacts":
+        from . import background as home  # type: ignore[no-redef]
+    else:
         raise AttributeError(f"module 'prefect_folpipe.compile' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
+    value = getattr(home, name)
     globals()[name] = value
     return value

@@ -11,14 +11,18 @@ from prefect import Flow
 from prefect.states import Failed
 from prefect.utilities.asyncutils import run_coro_as_sync
 
-from ..deploy.signature import merge_inputs, with_input_signature
 from ..errors import ConfigError, WorkflowFailed
 from ..workflow.tree import Workflow
-from .build import flow_name, preflight, run_root
+from .build import preflight, run_root
 from .contextops import describe_error
+from .leaf import ProcessLocal
 from .options import RunOptions
+from .plan import build_plan
 from .report import RunResult
+from .runner import Runners
 from .runs import save_run_record
+from .signature import merge_inputs, with_input_signature
+from .tasks import flow_name
 
 
 class WorkflowFlow(Flow[..., Any]):
@@ -63,33 +67,38 @@ def flow_return(workflow: Workflow, result: RunResult) -> Any:
 def make_flow(
     workflow: Workflow, options: RunOptions, sink: list[RunResult] | None = None
 ) -> WorkflowFlow:
-    """The Prefect flow running ``workflow``: parameter ``context``, returns the final context."""
+    """The Prefect flow running ``workflow``: parameter ``context``, returns the final context.
+
+    The flow function holds the workflow and options in a ``ProcessLocal`` box: a Dask task
+    runner pickles the flow with every submission, and they stay in this process.
+    """
+    Runners(build_plan(workflow)).check()  # FP640 / FP607 now rather than at the first leaf
+    live = ProcessLocal((workflow, options, sink))
 
     async def folpipe_workflow(
         context: dict[str, Any] | None = None, **inputs: Any
     ) -> dict[str, Any]:
-        context = merge_inputs(context, inputs) if inputs else context
-        result = await run_root(workflow, context, options)
-        if sink is not None:
-            sink.append(result)
-        if options.keep_run_record and not options.only:
-            save_run_record(workflow, result, context, options)
-        return flow_return(workflow, result)
+        return await _flow_body(live, context, inputs)  # type: ignore[no-any-return]
 
     folpipe_workflow.__doc__ = workflow.root.config.description or f"folpipe: {workflow.name}"
     with_input_signature(folpipe_workflow, workflow.root.config)  # root inputs = UI form
-    extra: dict[str, Any] = {}
-    if any(task.settings.task_runner == "dask" for task in workflow.tasks()):
-        from ..deploy.dask import task_runner_for  # FP640 without a real Prefect server
-
-        extra["task_runner"] = task_runner_for(workflow.root.settings)
     return WorkflowFlow(
         folpipe_workflow,
         name=flow_name(workflow.name),
         description=workflow.root.config.description,
         validate_parameters=False,
-        **extra,
     )
+
+
+async def _flow_body(live: ProcessLocal, context: dict[str, Any] | None, inputs: dict) -> Any:
+    workflow, options, sink = live.value
+    context = merge_inputs(context, inputs) if inputs else context
+    result = await run_root(workflow, context, options)
+    if sink is not None:
+        sink.append(result)
+    if options.keep_run_record and not options.only:
+        save_run_record(workflow, result, context, options)
+    return flow_return(workflow, result)
 
 
 def folder_to_flow(

@@ -14,9 +14,9 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from ..workflow.names import slug
 from ..workflow.tree import Task
 from .background import WRITER
-from .cache import slug
 
 LOG = logging.getLogger("prefect_folpipe.compile")
 MAX_SECTION_CHARS = 8_000
@@ -113,11 +113,38 @@ def summary_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
-def submit_task_artifact(
-    key: str, render: Callable[[], str], description: str, task_run_id: Any
+def queue_task_artifact(
+    workflow_name: str, task: Task, phase: str, label: str, outcome: Any, payload: Mapping
 ) -> None:
-    """Queue a task's markdown artifact; ``render()`` runs on the background writer."""
-    _submit(key, "markdown", description, render, task_run_id)
+    """Queue the markdown artifact of one executed pass (rendered and written on the
+    background writer)."""
+    key, render, description = _task_report(workflow_name, task, phase, label, outcome, payload)
+    _submit(key, "markdown", description, render, _task_run_id())
+
+
+async def write_task_artifact(
+    workflow_name: str, task: Task, phase: str, label: str, outcome: Any, payload: Mapping
+) -> None:
+    """Write the markdown artifact of one pass now (a Dask worker has no writer to flush)."""
+    from prefect.client.orchestration import get_client
+
+    key, render, description = _task_report(workflow_name, task, phase, label, outcome, payload)
+    try:
+        async with get_client() as client:
+            await _write(key, "markdown", description, render, _task_run_id(), _flow_run_id())(
+                client
+            )
+    except Exception as exc:  # reports never fail a run
+        LOG.debug("artifact %s not written: %s", key, exc)
+
+
+def _task_report(
+    workflow_name: str, task: Task, phase: str, label: str, outcome: Any, payload: Mapping
+) -> tuple[str, Callable[[], str], str]:
+    view = {**payload, "prompt": getattr(outcome, "prompt", "")}
+    view["tool_log"] = list(getattr(outcome, "tool_log", []) or [])
+    key = task_artifact_key(workflow_name, task, phase)
+    return key, lambda: render_task(task, label, view), f"folpipe task {label}"
 
 
 def submit_summary(key: str, rows: Sequence[Mapping[str, Any]], description: str) -> None:
@@ -130,8 +157,18 @@ def _submit(
     key: str, kind: str, description: str, data: Callable[[], str], task_run_id: Any = None
 ) -> None:
     """Queue one artifact of the current flow run for the background writer."""
-    flow_run_id = _flow_run_id()
+    write = _write(key, kind, description, data, task_run_id, _flow_run_id())
+    WRITER.submit(write, f"artifact {key}")
 
+
+def _write(
+    key: str,
+    kind: str,
+    description: str,
+    data: Callable[[], str],
+    task_run_id: Any,
+    flow_run_id: Any,
+) -> Callable[[Any], Any]:
     async def write(client: Any) -> None:
         from prefect.client.schemas.actions import ArtifactCreate
 
@@ -145,7 +182,14 @@ def _submit(
         )
         await client.create_artifact(artifact=artifact)
 
-    WRITER.submit(write, f"artifact {key}")
+    return write
+
+
+def _task_run_id() -> Any:
+    from prefect.context import TaskRunContext
+
+    context = TaskRunContext.get()
+    return context.task_run.id if context else None
 
 
 def _flow_run_id() -> Any:

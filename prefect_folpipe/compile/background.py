@@ -95,10 +95,6 @@ class BackgroundWriter:
     def _busy(self) -> bool:
         return not self._flushing and time.monotonic() < self._busy_until
 
-    @property
-    def pending(self) -> int:
-        return self._pending
-
     # -- the thread ------------------------------------------------------------------------
 
     def _started(self) -> asyncio.AbstractEventLoop:

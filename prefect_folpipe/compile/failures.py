@@ -15,12 +15,6 @@ class GroupFailed(TaskError):
         self.task_path = task_path
 
 
-class UpstreamFailed(TaskError):
-    """A graph task was not run because a task it depends on failed."""
-
-    code = "FP511"
-
-
 class LoopExhausted(TaskError):
     """A loop reached ``max_iterations`` without its ``until`` condition becoming true."""
 

@@ -1,9 +1,10 @@
 """Execution types of a branch (spec §2.7, §8), Prefect-free.
 
-Each strategy runs a branch's children through an ``Executor`` (the Prefect side supplies it)
-and returns a ``GroupResult``: status, the merged delta (children in sibling order) and the
-error that failed the group. Task-level ``on_failure`` is applied by the executor before a
-result reaches here; these functions apply the group's ``on_error``.
+Each strategy runs a branch's children as its ``Plan`` node says (waves, the DAG, the loop
+bounds) through an ``Executor`` (the Prefect side supplies it) and returns an ``Outcome``:
+status, the merged delta (children in sibling order) and the error that failed the group.
+Task-level ``on_failure`` is applied by the executor before an outcome reaches here; these
+functions apply the group's ``on_error``.
 """
 
 from __future__ import annotations
@@ -13,9 +14,9 @@ import contextlib
 import copy
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from itertools import groupby
 from typing import Any, Literal, Protocol
 
+from ..expressions import compile_condition
 from ..workflow.context import ERRORS_KEY
 from ..workflow.tree import Task
 from .contextops import child_context, describe_error, error_entry, merge_delta
@@ -26,6 +27,7 @@ from .failures import (
     LoopExhausted,
     LoopTimeout,
 )
+from .plan import LoopPlan, NodePlan, Plan
 
 NodeStatus = Literal["completed", "cached", "skipped", "failed"]
 
@@ -49,32 +51,24 @@ class Scope:
 
 
 @dataclass
-class NodeResult:
-    """One child's outcome as its parent sees it."""
+class Outcome:
+    """What one run of a task, a pass or a group produced, as its parent sees it."""
 
     status: NodeStatus
     delta: dict[str, Any] = field(default_factory=dict)
     error: BaseException | None = None
-    handled: bool = False
-    """A failure absorbed by the task's ``on_failure: skip|use_default``."""
     handle: Any = None
     """Opaque run handle (a Prefect state) used to draw upstream edges."""
+    handled: bool = False
+    """A failure absorbed by the task's ``on_failure: skip|use_default``."""
     blocked_by: str | None = None
     """For a graph task skipped because of a failed upstream: that upstream's path."""
+    iterations: int | None = None
+    """For a loop group: the iterations it ran."""
 
     @property
     def failed(self) -> bool:
         return self.status == "failed" and not self.handled
-
-
-@dataclass
-class GroupResult:
-    """A branch's outcome over all its children."""
-
-    status: Literal["completed", "failed"]
-    delta: dict[str, Any]
-    error: BaseException | None = None
-    iterations: int | None = None
 
 
 class Executor(Protocol):
@@ -82,7 +76,7 @@ class Executor(Protocol):
 
     async def run_child(
         self, child: Task, context: dict[str, Any], scope: Scope, wait_for: Sequence[Any] = ()
-    ) -> NodeResult: ...
+    ) -> Outcome: ...
 
     def not_run(self, child: Task, reason: str) -> None: ...
 
@@ -97,7 +91,7 @@ class _FailFast(Exception):
         self.index = index
 
 
-def _fail_error(child: Task, result: NodeResult) -> GroupFailed:
+def _fail_error(child: Task, result: Outcome) -> GroupFailed:
     reason = describe_error(result.error) if result.error else "failed"
     return GroupFailed(f"task '{child.path}' failed: {reason}", task_path=child.path)
 
@@ -106,7 +100,7 @@ def _absorb(
     ctx: dict[str, Any],
     delta: dict[str, Any],
     child: Task,
-    result: NodeResult,
+    result: Outcome,
     scope: Scope,
 ) -> None:
     """Record a non-fatal failure in ``_errors`` (group on_error continue|ignore)."""
@@ -122,7 +116,7 @@ async def _run_wave(
     ex: Executor,
     scope: Scope,
     fail_fast: bool,
-) -> tuple[list[NodeResult | None], int | None]:
+) -> tuple[list[Outcome | None], int | None]:
     """Run ``members`` concurrently on ``ctx``; results and the fail-fast index.
 
     Nothing changes ``ctx`` during a wave (results merge after it) and no child writes to its
@@ -132,7 +126,7 @@ async def _run_wave(
         return [await ex.run_child(members[0], ctx, scope)], None
     workers = group.settings.parallel_workers
     limit = asyncio.Semaphore(workers) if workers else None
-    results: list[NodeResult | None] = [None] * len(members)
+    results: list[Outcome | None] = [None] * len(members)
 
     async def one(index: int, child: Task) -> None:
         async with limit if limit is not None else contextlib.nullcontext():
@@ -165,7 +159,7 @@ async def run_waves(
     scope: Scope,
     *,
     on_error: str | None = None,
-) -> GroupResult:
+) -> Outcome:
     """Run waves in order (members of a wave in parallel), merging in sibling order."""
     policy = on_error or group.on_error
     ctx = child_context(context)
@@ -189,64 +183,41 @@ async def run_waves(
             culprit = wave[failed_index]
             for later in [t for w in waves[wave_index + 1 :] for t in w]:
                 ex.not_run(later, f"not run: '{culprit.path}' failed")
-            return GroupResult("failed", delta, _fail_error(culprit, results[failed_index]))  # type: ignore[arg-type]
+            return Outcome("failed", delta, _fail_error(culprit, results[failed_index]))  # type: ignore[arg-type]
     if failures:
-        return GroupResult("failed", delta, failures[0])
-    return GroupResult("completed", delta)
-
-
-def priority_waves(children: Sequence[Task]) -> list[list[Task]]:
-    """Children grouped by priority (numeric prefix unless explicit), in ascending order."""
-    ordered = sorted(children, key=lambda t: t.priority)
-    return [list(members) for _, members in groupby(ordered, key=lambda t: t.priority)]
-
-
-def _graph_ancestors(children: Sequence[Task]) -> dict[str, list[str]]:
-    """Transitive upstream names of each child (sibling order); raises on bad edges."""
-    names = [c.name for c in children]
-    direct = {c.name: list(c.config.depends_on) for c in children}
-    for name, ups in direct.items():
-        for up in ups:
-            if up not in direct:
-                raise DependencyError(
-                    f"task '{name}' depends on '{up}', which is not a sibling",
-                    hint=f"siblings: {', '.join(names)}",
-                )
-    closure: dict[str, list[str]] = {}
-
-    def visit(name: str, trail: tuple[str, ...]) -> set[str]:
-        if name in trail:
-            raise DependencyError(f"depends_on cycle: {' -> '.join((*trail, name))}")
-        found: set[str] = set()
-        for up in direct[name]:
-            found |= {up} | visit(up, (*trail, name))
-        return found
-
-    for name in names:
-        ups = visit(name, ())
-        closure[name] = [n for n in names if n in ups]
-    return closure
+        return Outcome("failed", delta, failures[0])
+    return Outcome("completed", delta)
 
 
 async def run_graph(
-    group: Task, children: Sequence[Task], context: dict[str, Any], ex: Executor, scope: Scope
-) -> GroupResult:
+    group: Task,
+    node_plan: NodePlan,
+    children: Sequence[Task],
+    context: dict[str, Any],
+    ex: Executor,
+    scope: Scope,
+) -> Outcome:
     """``depends_on`` DAG: independent tasks in parallel, dependents of a failure skipped."""
-    ancestors = _graph_ancestors(children)
+    dag = node_plan.dag
+    assert dag is not None
+    if dag.problem:
+        names = ", ".join(child.name for child in children)
+        raise DependencyError(dag.problem, hint=f"siblings: {names}")
+    ancestors = dag.ancestors
     loop = asyncio.get_running_loop()
-    done: dict[str, asyncio.Future[NodeResult]] = {c.name: loop.create_future() for c in children}
+    done: dict[str, asyncio.Future[Outcome]] = {c.name: loop.create_future() for c in children}
     workers = group.settings.parallel_workers
     limit = asyncio.Semaphore(workers) if workers else None
     fail_fast = group.on_error == "fail"
 
     async def node(child: Task) -> None:
-        ups = {name: await done[name] for name in child.config.depends_on}
+        ups = {name: await done[name] for name in dag.upstreams[child.name]}
         blocker = next((r for r in ups.values() if r.failed or r.blocked_by), None)
         if blocker is not None:
             origin = blocker.blocked_by or _path_of(children, ups, blocker)
             reason = f"skipped: upstream '{origin}' failed"
             ex.not_run(child, reason)
-            result = NodeResult("skipped", blocked_by=origin)
+            result = Outcome("skipped", blocked_by=origin)
         else:
             ctx = child_context(context)
             for name in ancestors[child.name]:
@@ -265,11 +236,11 @@ async def run_graph(
         for child in children:
             if not done[child.name].done():
                 ex.not_run(child, f"not run: '{culprit.path}' failed")
-        return GroupResult("failed", delta, _fail_error(culprit, done[culprit.name].result()))
+        return Outcome("failed", delta, _fail_error(culprit, done[culprit.name].result()))
     return _settle_graph(group, children, context, done, scope)
 
 
-def _path_of(children: Sequence[Task], ups: dict[str, NodeResult], result: NodeResult) -> str:
+def _path_of(children: Sequence[Task], ups: dict[str, Outcome], result: Outcome) -> str:
     by_name = {c.name: c for c in children}
     for name, candidate in ups.items():
         if candidate is result:
@@ -277,7 +248,7 @@ def _path_of(children: Sequence[Task], ups: dict[str, NodeResult], result: NodeR
     return "?"
 
 
-def _merge_finished(children: Sequence[Task], done: dict[str, asyncio.Future[NodeResult]]) -> dict:
+def _merge_finished(children: Sequence[Task], done: dict[str, asyncio.Future[Outcome]]) -> dict:
     delta: dict[str, Any] = {}
     for child in children:
         future = done[child.name]
@@ -290,9 +261,9 @@ def _settle_graph(
     group: Task,
     children: Sequence[Task],
     context: dict[str, Any],
-    done: dict[str, asyncio.Future[NodeResult]],
+    done: dict[str, asyncio.Future[Outcome]],
     scope: Scope,
-) -> GroupResult:
+) -> Outcome:
     ctx = child_context(context)
     delta: dict[str, Any] = {}
     first_error: BaseException | None = None
@@ -309,22 +280,26 @@ def _settle_graph(
                 task_path=result.blocked_by,
             )
     if first_error is not None and group.on_error == "continue":
-        return GroupResult("failed", delta, first_error)
-    return GroupResult("completed", delta)
+        return Outcome("failed", delta, first_error)
+    return Outcome("completed", delta)
 
 
 async def run_loop(
-    group: Task, children: Sequence[Task], context: dict[str, Any], ex: Executor, scope: Scope
-) -> GroupResult:
-    """Iterate the children (sequentially) until ``until`` holds or ``max_iterations``."""
-    total = group.settings.timeout
+    group: Task,
+    loop: LoopPlan,
+    waves: Sequence[Sequence[Task]],
+    context: dict[str, Any],
+    ex: Executor,
+    scope: Scope,
+) -> Outcome:
+    """Iterate the waves (one child each) until ``until`` holds or ``max_iterations``."""
     progress = [0]
     try:
-        async with asyncio.timeout(total if total and total > 0 else None):
-            return await _iterate(group, children, context, ex, scope, progress)
+        async with asyncio.timeout(loop.timeout):
+            return await _iterate(group, loop, waves, context, ex, scope, progress)
     except TimeoutError:
-        error = LoopTimeout(f"loop '{_where(group)}' exceeded its settings.timeout of {total}s")
-        return GroupResult("failed", {}, error, progress[0])
+        message = f"loop '{_where(group)}' exceeded its settings.timeout of {loop.timeout}s"
+        return Outcome("failed", {}, LoopTimeout(message), iterations=progress[0])
 
 
 def _where(group: Task) -> str:
@@ -333,30 +308,27 @@ def _where(group: Task) -> str:
 
 async def _iterate(
     group: Task,
-    children: Sequence[Task],
+    loop: LoopPlan,
+    waves: Sequence[Sequence[Task]],
     context: dict[str, Any],
     ex: Executor,
     scope: Scope,
     progress: list[int],
-) -> GroupResult:
-    from ..expressions import compile_condition
-
-    sub = group.config.subtasks
-    assert sub is not None
-    until = compile_condition(sub.until) if sub.until is not None else None
-    maximum = sub.max_iterations or 1
+) -> Outcome:
+    until = compile_condition(loop.until) if loop.until is not None else None
+    maximum = loop.max_iterations or 1
     ctx = child_context(context)
     delta: dict[str, Any] = {}
-    waves = [[child] for child in children]
     inner_policy = "ignore" if group.on_error == "ignore" else "fail"
     for number in range(1, maximum + 1):
         progress[0] = number
         ex.iteration_started(group, number)
         snapshot = (copy.deepcopy(ctx), copy.deepcopy(delta))
-        result = await _one_iteration(group, waves, ctx, ex, scope.enter(number), inner_policy)
+        inner = scope.enter(number)
+        result = await _one_iteration(group, loop, waves, ctx, ex, inner, inner_policy)
         if result.status == "failed":
             if group.on_error == "fail":
-                return GroupResult("failed", delta, result.error, number)
+                return Outcome("failed", delta, result.error, iterations=number)
             ctx, delta = snapshot
             failed_path = getattr(result.error, "task_path", "") or group.path
             entry = {
@@ -370,25 +342,26 @@ async def _iterate(
         merge_delta(ctx, result.delta)
         merge_delta(delta, result.delta)
         if until is not None and until.evaluate(ctx):
-            return GroupResult("completed", delta, None, number)
+            return Outcome("completed", delta, iterations=number)
     if until is None:
-        return GroupResult("completed", delta, None, maximum)
+        return Outcome("completed", delta, iterations=maximum)
     message = f"loop '{_where(group)}' reached max_iterations={maximum} without meeting 'until'"
-    if group.on_max_iterations == "succeed_with_last":
+    if loop.on_max_iterations == "succeed_with_last":
         ex.warn(f"{message}; continuing with the last iteration's context")
-        return GroupResult("completed", delta, None, maximum)
-    return GroupResult("failed", delta, LoopExhausted(message), maximum)
+        return Outcome("completed", delta, iterations=maximum)
+    return Outcome("failed", delta, LoopExhausted(message), iterations=maximum)
 
 
 async def _one_iteration(
     group: Task,
+    loop: LoopPlan,
     waves: Sequence[Sequence[Task]],
     ctx: dict[str, Any],
     ex: Executor,
     scope: Scope,
     policy: str,
-) -> GroupResult:
-    limit = group.config.subtasks.iteration_timeout if group.config.subtasks else None
+) -> Outcome:
+    limit = loop.iteration_timeout
     try:
         async with asyncio.timeout(limit):
             return await run_waves(group, waves, ctx, ex, scope, on_error=policy)
@@ -397,21 +370,17 @@ async def _one_iteration(
         error = IterationTimeout(
             f"iteration {number} of loop '{_where(group)}' exceeded iteration_timeout={limit}s"
         )
-        return GroupResult("failed", {}, error)
+        return Outcome("failed", {}, error)
 
 
 async def run_group(
-    group: Task, context: dict[str, Any], ex: Executor, scope: Scope
-) -> GroupResult:
-    """Run a branch's children with its execution type."""
-    children = list(group.children)
-    kind = group.execution_type
-    if kind == "sequential":
-        return await run_waves(group, [[c] for c in children], context, ex, scope)
-    if kind == "priority_groups":
-        return await run_waves(group, priority_waves(children), context, ex, scope)
-    if kind == "graph":
-        return await run_graph(group, children, context, ex, scope)
-    if kind == "loop":
-        return await run_loop(group, children, context, ex, scope)
-    return await run_waves(group, [children], context, ex, scope)
+    plan: Plan, group: Task, context: dict[str, Any], ex: Executor, scope: Scope
+) -> Outcome:
+    """Run a branch's children as its plan node says."""
+    node = plan.node(group.path)
+    if node.dag is not None:
+        return await run_graph(group, node, plan.children(group.path), context, ex, scope)
+    waves = [[plan.task(path) for path in wave] for wave in node.waves]
+    if node.loop is not None:
+        return await run_loop(group, node.loop, waves, context, ex, scope)
+    return await run_waves(group, waves, context, ex, scope)

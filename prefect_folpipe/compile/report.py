@@ -11,8 +11,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..render import child_entries
 from ..workflow.tree import Task
+from .plan import Plan
 
 Status = Literal["pending", "running", "completed", "cached", "skipped", "failed"]
 Listener = Callable[[str, "TaskRecord"], None]
@@ -69,12 +69,11 @@ class TaskRecord:
 DISABLED = "disabled (enabled: false)"
 
 
-def reported_tasks(task: Task, enabled: bool = True) -> Iterator[tuple[Task, bool]]:
-    """``(task, enabled)`` for the task and every descendant, disabled subtrees included:
-    enabled children in run order, then disabled ones (as ``folpipe tree`` lists them)."""
-    yield task, enabled
-    for entry in child_entries(task, enabled=enabled):
-        yield from reported_tasks(entry.task, entry.enabled)
+def reported_tasks(plan: Plan) -> Iterator[tuple[Task, bool]]:
+    """``(task, enabled)`` for every task of the plan, disabled subtrees included: enabled
+    children in run order, then disabled ones (as ``folpipe tree`` lists them)."""
+    for node in plan.walk():
+        yield plan.task(node.path), node.enabled
 
 
 class RunTracker:
@@ -138,6 +137,12 @@ class RunTracker:
         else:
             record.error = None
         self._emit("finish", record)
+
+    def iteration_started(self, path: str, number: int) -> None:
+        """A loop starts iteration ``number`` (the live view shows it)."""
+        record = self.records[path]
+        record.current_iteration = number
+        self._emit("iteration", record)
 
     def count_iteration(self, path: str) -> None:
         record = self.records[path]

@@ -14,6 +14,10 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
+from ..providers.registry import ProviderOverride
+from ..workflow.tree import Task, Workflow
+from .runtime import provider_and_model
+
 LOG = logging.getLogger("prefect_folpipe.compile")
 PAGE = 200
 MAX_PAGES = 20
@@ -63,3 +67,58 @@ async def limited_tags() -> frozenset[str] | None:
         LOG.debug("concurrency limits not read (task runs tagged at creation): %s", exc)
         return None
     return frozenset(name.removeprefix("tag:") for name in names if name.startswith("tag:"))
+
+
+class RunTags:
+    """The tags of a run's flow run and task runs (ARCHITECTURE §5), and when they go on."""
+
+    def __init__(
+        self, workflow: Workflow, override: ProviderOverride | None, *, task_tags: bool
+    ) -> None:
+        self.workflow = workflow
+        self.override = override
+        self.task_tags = task_tags
+        self.plan = TagPlan()
+
+    def of(self, task: Task | None = None) -> list[str]:
+        """``folpipe``, ``workflow:<name>``, ``provider:<p>``, ``model:<m>`` + settings tags
+        (``task=None``: the flow run's, with every provider and model the workflow uses)."""
+        tags = ["folpipe", f"workflow:{self.workflow.name}"]
+        if task is None:
+            for node in self.workflow.tasks():
+                tags += [t for t in self.of(node)[2:] if t.startswith(("provider:", "model:"))]
+            return list(dict.fromkeys(tags))
+        provider, model = provider_and_model(task, self.override)
+        if task.runs_agent and provider:
+            tags.append(f"provider:{provider}")
+        if task.runs_agent and model:
+            tags.append(f"model:{model}")
+        tags += [*task.settings.tags, *task.config.tags]
+        return list(dict.fromkeys(tags))
+
+    def task_run(self, task: Task, *extra: str) -> list[str]:
+        """Tags of a task run: all of ``of(task)`` or, with task tags turned off, only for
+        tasks declaring their own tags."""
+        if self.task_tags or task.settings.tags or task.config.tags:
+            return [*self.of(task), *extra]
+        return []
+
+    def at_creation(self, task: Task, *extra: str) -> list[str]:
+        """The tags a task run is created with (none when no tag has a concurrency limit;
+        ``late`` ones then go on as it starts)."""
+        return self.plan.at_creation(_tag_key(task, extra), self.task_run(task, *extra))
+
+    def late(self, task: Task, *extra: str) -> list[str]:
+        return self.plan.late(_tag_key(task, extra))
+
+    async def read_limits(self) -> None:
+        """Read the API's tag concurrency limits once (skipped when no task run is tagged)."""
+        if not any(self.task_run(task) for task in self.workflow.tasks()):
+            self.plan.limited = frozenset()
+        else:
+            self.plan.limited = await limited_tags()
+
+
+def _tag_key(task: Task, extra: Sequence[str]) -> str:
+    """Which of a task's Prefect tasks (its passes, or its branch run with ``extra``)."""
+    return task.path + "|" + ",".join(extra)

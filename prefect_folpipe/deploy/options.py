@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..compile.signature import input_names
 from ..errors import ConfigError
 from ..validate.deploy_rules import GENERIC_FLOW_PARAMETERS, schedule_problems
 from ..workflow.config import Schedule
 from ..workflow.tree import Workflow
-from .signature import input_names
 
 
 def workflow_folder(path: str | Path) -> Path:

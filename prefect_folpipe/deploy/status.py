@@ -59,7 +59,7 @@ class RunSummary:
 
 def workflow_flow_name(workflow: Workflow) -> str:
     """The name of the workflow's own flow, as ``folder_to_flow`` names it."""
-    from ..compile.build import flow_name
+    from ..compile.tasks import flow_name
 
     return flow_name(workflow.name)
 

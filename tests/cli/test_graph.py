@@ -4,9 +4,19 @@ from __future__ import annotations
 
 import re
 
-from prefect_folpipe.render import dependency_stages, mermaid_text, to_mermaid, to_text_graph
+from prefect_folpipe.compile.plan import build_plan, dag_plan
+from prefect_folpipe.compile.views import mermaid_text
+from prefect_folpipe.workflow import Workflow
 
 from .cli_helpers import cv_pipeline, graph_workflow, make_task, make_workflow
+
+
+def to_text_graph(workflow: Workflow) -> str:
+    return build_plan(workflow).to_text()
+
+
+def to_mermaid(workflow: Workflow) -> str:
+    return build_plan(workflow).to_mermaid()
 
 
 def _mermaid_ids(chart: str) -> dict[str, str]:
@@ -41,7 +51,8 @@ def test_dependency_stages_survive_a_cycle() -> None:
     a = make_task("a", "a", config={"depends_on": ["b"]})
     b = make_task("b", "b", config={"depends_on": ["a"]})
     root = make_task("r", "", children=[a, b], config={"subtasks": {"execution_type": "graph"}})
-    assert dependency_stages(root) == {}
+    assert dict(dag_plan(root).stages) == {}
+    assert "cycle" in (dag_plan(root).problem or "")
     assert "[stage" not in to_text_graph(make_workflow(root))
 
 

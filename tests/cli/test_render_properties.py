@@ -7,13 +7,9 @@ import re
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from prefect_folpipe.render import (
-    explain_tool,
-    graph_to_dict,
-    to_mermaid,
-    to_text_graph,
-    workflow_to_dict,
-)
+from prefect_folpipe.cli.tree import explain_tool
+from prefect_folpipe.compile.plan import build_plan
+from prefect_folpipe.compile.views import graph_to_dict, tree_to_dict
 from prefect_folpipe.workflow import Task, Workflow
 
 from .cli_helpers import make_task, make_tool, make_workflow
@@ -68,17 +64,18 @@ def _json_nodes(node: dict) -> list[dict]:
 def test_every_view_covers_every_task_once(root: Task) -> None:
     workflow: Workflow = make_workflow(root)
     total = _count(root)
-    nodes = _json_nodes(workflow_to_dict(workflow))
+    plan = build_plan(workflow)
+    nodes = _json_nodes(tree_to_dict(plan))
     assert len(nodes) == total
     assert len({node["path"] for node in nodes}) == total
-    assert len(to_text_graph(workflow).splitlines()) == total
+    assert len(plan.to_text().splitlines()) == total
     assert len(explain_tool(workflow, "t1")) == total
-    graph = graph_to_dict(workflow)
+    graph = graph_to_dict(plan)
     paths = [node["path"] for node in graph["nodes"]]
     assert len(paths) == total == len(set(paths))
     assert all(edge["from"] in paths and edge["to"] in paths for edge in graph["edges"])
 
-    chart = to_mermaid(workflow)
+    chart = plan.to_mermaid()
     assert chart.startswith("flowchart TD\n")
     definitions = re.findall(r'^\s*(?:subgraph )?(t\d+)\["([^"]*)"\]$', chart, re.MULTILINE)
     assert len(definitions) == total

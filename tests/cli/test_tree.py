@@ -4,17 +4,21 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from prefect_folpipe.cli.tree import build_tree, changed_settings
-from prefect_folpipe.render import (
-    explain_tool,
-    task_to_dict,
-    tool_declarations,
-    tool_origin,
-    workflow_to_dict,
-)
-from prefect_folpipe.workflow import EffectiveSettings
+from prefect_folpipe.cli.tree import build_tree, changed_settings, explain_tool, tool_declarations
+from prefect_folpipe.compile.plan import build_plan
+from prefect_folpipe.compile.views import tool_origin, tree_to_dict
+from prefect_folpipe.workflow import EffectiveSettings, Task, Workflow
 
 from .cli_helpers import cv_pipeline, graph_workflow, make_task, make_tool, make_workflow
+
+
+def workflow_to_dict(workflow: Workflow) -> dict:
+    return tree_to_dict(build_plan(workflow))
+
+
+def task_to_dict(root: Task) -> dict:
+    return workflow_to_dict(make_workflow(root))
+
 
 NODE_KEYS = {
     "name",

@@ -1,112 +1,76 @@
-"""Run a workflow folder through the Dask fan-out flow and print what happened as JSON.
+"""Run a workflow folder twice with ``run_workflow`` and print what happened as one JSON line.
 
-Executed as a subprocess by test_dask.py so the Dask cluster lives and dies with it.
-Usage: python dask_probe.py WORKFLOW_DIR [sync|async|run]   (run: the product path,
-``run_workflow`` with the folder's ``settings.task_runner: dask``)
+Executed as a subprocess by test_dask.py (against the session's Prefect server), so a Dask
+cluster lives and dies with it. Usage: ``python dask_probe.py WORKFLOW_DIR [RUNS]``. For each
+run: the run document, and per task run (read back from the API) its state, run count and the
+delay Prefect scheduled before each retry; then the checkpoint files (named by cache key).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
-import re
 import sys
 import time
+from pathlib import Path
+from typing import Any
+
+TERMINAL = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
 
 
-def worker_pids(flow_run_id: object) -> dict[str, int]:
-    """``{leaf path: pid}`` from the flow run's logs (shipped asynchronously: poll)."""
+async def task_runs(flow_run_id: str, expected: int) -> list[dict[str, Any]]:
+    """Every task run of the flow run (nested ones included) once all are final."""
     from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import LogFilter, LogFilterFlowRunId
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
 
-    pattern = re.compile(r"^(\S+) ran in Dask worker process (\d+)$")
-    found: dict[str, int] = {}
-    with get_client(sync_client=True) as client:
-        for _ in range(30):
-            logs = client.read_logs(LogFilter(flow_run_id=LogFilterFlowRunId(any_=[flow_run_id])))
-            found = {m[1]: int(m[2]) for log in logs if (m := pattern.match(log.message))}
-            if len(found) == 4 or "async" in sys.argv:
+    async with get_client() as client:
+        deadline = time.monotonic() + 30
+        while True:  # task runs are recorded from events, a moment after the run
+            runs = await client.read_task_runs(
+                flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id]))
+            )
+            settled = all(run.state_type and run.state_type.value in TERMINAL for run in runs)
+            if (len(runs) >= expected and settled) or time.monotonic() > deadline:
                 break
-            time.sleep(1)
-    return found
+            await asyncio.sleep(0.5)
+        return [await describe(client, run) for run in runs]
 
 
-def async_flow(path: str) -> object:
-    """An async flow awaiting ``run_on_dask`` for each leaf, as the compile executor would."""
-    import asyncio
-    from pathlib import Path
-
-    from prefect import Flow
-
-    from prefect_folpipe.deploy.dask import _load, dask_task_runner, run_on_dask
-
-    root = Path(path).resolve()
-    workflow = _load(str(root))
-
-    async def folpipe_async_fan_out() -> dict[str, str]:
-        states = await asyncio.gather(
-            *(run_on_dask(leaf, root, {}) for leaf in workflow.root.children)
-        )
-        return {
-            leaf.path: state.name
-            for leaf, state in zip(workflow.root.children, states, strict=True)
-        }
-
-    return Flow(
-        folpipe_async_fan_out,
-        name="fanout-async",
-        task_runner=dask_task_runner(workflow.root.settings),
-    )
+async def describe(client: Any, run: Any) -> dict[str, Any]:
+    states = await client.read_task_run_states(run.id)
+    delays = [
+        round((state.state_details.scheduled_time - state.timestamp).total_seconds(), 2)
+        for state in states
+        if state.name == "AwaitingRetry" and state.state_details.scheduled_time
+    ]
+    return {
+        "name": run.name,
+        "state": run.state_name,
+        "run_count": run.run_count,
+        "retry_delays": delays,
+    }
 
 
-def product_run(path: str) -> None:
-    """``run_workflow`` as ``folpipe run`` does it: the task runner comes from the folder."""
+def main(path: str, runs: int) -> None:
     from prefect_folpipe import run_workflow
 
-    result = run_workflow(path)
-    print(
-        json.dumps(
+    report = []
+    for _ in range(runs):
+        result = run_workflow(path)
+        document = result.to_dict()
+        expected = sum(1 for row in document["tasks"] if row["path"] and row["attempts"])
+        report.append(
             {
-                "state": result.status,
-                "flow_run_id": str(result.flow_run_id),
-                "worker_pids": worker_pids(result.flow_run_id),
-                "probe_pid": os.getpid(),
-                "context": {k: v for k, v in result.context.items() if not k.startswith("_")},
-                "statuses": {t["path"]: t["status"] for t in result.to_dict()["tasks"]},
+                "run": document,
+                "task_runs": asyncio.run(task_runs(str(result.flow_run_id), expected)),
             }
         )
-    )
-
-
-def main(path: str, mode: str) -> None:
-    from prefect_folpipe.deploy.dask import fan_out_flow
-
-    if mode == "run":
-        product_run(path)
-        return
-    flow = async_flow(path) if mode == "async" else fan_out_flow(path)
-    started = time.monotonic()
-    state = flow(return_state=True)
-    if mode == "async":
-        import asyncio
-
-        state = asyncio.run(state)
-    elapsed = time.monotonic() - started
-    context = state.result() if state.is_completed() else {}
-    run_id = state.state_details.flow_run_id
-    print(
-        json.dumps(
-            {
-                "state": state.name,
-                "flow_run_id": str(run_id),
-                "worker_pids": worker_pids(run_id),
-                "seconds": round(elapsed, 2),
-                "probe_pid": os.getpid(),
-                "context": {k: v for k, v in context.items() if not k.startswith("_")},
-            }
-        )
-    )
+    results = Path(path) / ".folpipe" / "results"
+    files = sorted(file.name for file in results.iterdir()) if results.is_dir() else []
+    keys = [name for name in files if "-" in name]  # folpipe's keys: <task slug>-<sha256>
+    print(json.dumps({"probe_pid": os.getpid(), "runs": report, "cache_keys": keys}))
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else "sync")
+    main(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 2)

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
+from prefect_folpipe.compile.signature import merge_inputs, parameter_signature
 from prefect_folpipe.deploy.dependencies import collect_dependencies, dedupe, install_command
 from prefect_folpipe.deploy.options import (
     deployment_parameters,
@@ -24,7 +25,6 @@ from prefect_folpipe.deploy.project import (
     project_document,
     write_project,
 )
-from prefect_folpipe.deploy.signature import merge_inputs, parameter_signature
 from prefect_folpipe.errors import ConfigError
 from prefect_folpipe.workflow.config import Schedule, TaskConfig
 from prefect_folpipe.workflow.tree import EffectiveSettings, Task, Workflow

@@ -12,7 +12,9 @@ import pytest
 from prefect_folpipe.compile.cache import cache_key, task_identity
 from prefect_folpipe.compile.contextops import merge_delta, seed_context
 from prefect_folpipe.compile.failures import DependencyError
-from prefect_folpipe.compile.groups import NodeResult, Scope, run_group
+from prefect_folpipe.compile.groups import Outcome, Scope
+from prefect_folpipe.compile.groups import run_group as run_plan_group
+from prefect_folpipe.compile.plan import build_plan
 from prefect_folpipe.compile.retry import retry_delays, should_retry
 from prefect_folpipe.errors import OutputValidationError, ProviderError
 from prefect_folpipe.workflow.config import TaskConfig
@@ -78,6 +80,12 @@ def test_seed_context_overlays_the_argument_on_the_root_context() -> None:
     assert seed_context(workflow, {"b": 2, "_env": {}}) == {"a": 1, "b": 2}
 
 
+def run_group(group: Task, context: dict[str, Any], ex: Any, scope: Scope) -> Any:
+    """Run ``group``'s children as its plan says (the group is the root of a workflow)."""
+    plan = build_plan(Workflow(root=group, root_dir=Path("/wf"), name=group.name))
+    return run_plan_group(plan, plan.task(group.path), context, ex, scope)
+
+
 class FakeExecutor:
     """Runs children instantly from a table of outcomes; records what happened."""
 
@@ -90,7 +98,7 @@ class FakeExecutor:
 
     async def run_child(
         self, child: Task, context: dict[str, Any], scope: Scope, wait_for: Sequence[Any] = ()
-    ) -> NodeResult:
+    ) -> Outcome:
         self.started.append(child.name)
         self.seen[child.name] = dict(context)
         status, delay = self.outcomes.get(child.name, ("completed", 0.0))
@@ -100,8 +108,8 @@ class FakeExecutor:
             self.cancelled.append(child.name)
             raise
         if status == "failed":
-            return NodeResult("failed", error=RuntimeError(f"{child.name} broke"))
-        return NodeResult("completed", {child.name: "done", "last": child.name})
+            return Outcome("failed", error=RuntimeError(f"{child.name} broke"))
+        return Outcome("completed", {child.name: "done", "last": child.name})
 
     def not_run(self, child: Task, reason: str) -> None:
         self.skipped[child.name] = reason

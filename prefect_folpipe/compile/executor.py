@@ -1,0 +1,211 @@
+"""Runs the task tree as the plan says: a child's passes, a branch's children, their states.
+
+``TreeExecutor`` is the ``groups.Executor`` the execution strategies call back into: it runs
+one child (a pass of a leaf, or a branch run), turns Prefect states into ``Outcome``s and
+applies the child's own failure policy; the strategies apply the group's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from prefect.logging import get_run_logger
+
+from ..errors import FolpipeError
+from ..workflow.tree import Task
+from .contextops import ContextBox, child_context, describe_error, merge_delta
+from .failures import TaskTimedOut
+from .groups import Outcome, Scope, run_group
+from .leaf import pass_label
+from .plan import Plan
+from .policy import ChildPolicy
+from .report import RunTracker
+from .runner import Runners
+from .tags import RunTags
+from .tasks import PrefectTasks
+
+LOG = logging.getLogger("prefect_folpipe.compile")
+
+
+class TreeExecutor:
+    """Runs children, passes and branches of one run through its Prefect tasks and runners."""
+
+    def __init__(
+        self,
+        plan: Plan,
+        tasks: PrefectTasks,
+        runners: Runners,
+        tracker: RunTracker,
+        tags: RunTags,
+    ) -> None:
+        self.plan = plan
+        self.tasks = tasks
+        self.runners = runners
+        self.tracker = tracker
+        self.tags = tags
+        self.policy = ChildPolicy()
+        self.warnings: list[str] = []
+
+    async def run_target(self, target: Task, context: dict[str, Any]) -> Outcome:
+        """The task a run starts from (the root, or ``run-task``'s task)."""
+        self.tracker.start(target.path)
+        if target.children:
+            outcome = await self.run_branch(target, context, Scope())
+        else:
+            outcome = await self.agent_pass(target, "single", context, Scope(), ())
+        error = describe_error(outcome.error) if outcome.error else None
+        self.tracker.finish(target.path, outcome.status, error=error)
+        return outcome
+
+    async def agent_pass(
+        self, task: Task, phase: str, context: dict[str, Any], scope: Scope, wait_for: Sequence[Any]
+    ) -> Outcome:
+        """One agent pass as a Prefect task run, on its task's runner."""
+        runner = self.runners.for_node(self.plan.node(task.path))
+        parameters = {
+            "context": ContextBox(context),
+            "label": pass_label(scope.label(task.path), phase),
+            "scope": list(scope.iteration),
+        }
+        state = await runner.run(self.tasks.leaf(task, phase), parameters, wait_for)
+        outcome = await settle_pass(task, state)
+        await runner.report(task, state, outcome, self.tracker)
+        return outcome
+
+    async def run_branch(self, task: Task, context: dict[str, Any], scope: Scope) -> Outcome:
+        """First agent pass (if any), the children, then the final pass whose answer wins."""
+        ctx = child_context(context)
+        delta: dict[str, Any] = {}
+        statuses: list[str] = []
+        passes = self.plan.node(task.path).passes
+        if "first" in passes:
+            first = await self.agent_pass(task, "first", ctx, scope, ())
+            if first.status == "failed":
+                return first
+            statuses.append(first.status)
+            merge_delta(ctx, first.delta)
+            merge_delta(delta, first.delta)
+        group = await run_group(self.plan, task, ctx, self, scope)
+        merge_delta(ctx, group.delta)
+        merge_delta(delta, group.delta)
+        if group.iterations is not None:
+            record = self.tracker.records[task.path]
+            record.iterations = (record.iterations or 0) + group.iterations
+        if group.status == "failed":
+            return Outcome("failed", delta, group.error)
+        if "final" in passes:
+            final = await self.agent_pass(task, "final", ctx, scope, ())
+            if final.status == "failed":
+                return final
+            statuses.append(final.status)
+            merge_delta(delta, final.delta)
+        return Outcome("cached" if self._all_cached(task, statuses) else "completed", delta)
+
+    def _all_cached(self, task: Task, own: Sequence[str]) -> bool:
+        if any(status != "cached" for status in own):
+            return False
+        seen = [
+            self.tracker.records[node.path].executions
+            for node in task.walk()
+            if node.path != task.path and not node.children
+        ]
+        flat = [status for executions in seen for status in executions]
+        return bool(flat) and all(status in ("cached", "skipped") for status in flat)
+
+    async def execute_branch(
+        self, task: Task, context: dict[str, Any], scope: list[int] | None
+    ) -> dict[str, Any]:
+        """The body of a branch run (task or subflow): raises when the branch failed."""
+        outcome = await self.run_branch(task, context, Scope(tuple(scope or ())))
+        if outcome.status == "failed":
+            raise outcome.error or FolpipeError(f"branch '{task.path}' failed")
+        return {"status": outcome.status, "delta": outcome.delta}
+
+    async def run_child(
+        self, child: Task, context: dict[str, Any], scope: Scope, wait_for: Sequence[Any] = ()
+    ) -> Outcome:
+        """Run one child (leaf pass or branch), then apply its ``on_failure``."""
+        self.tracker.start(child.path, scope.innermost)
+        if scope.iteration and not (child.children and child.execution_type == "loop"):
+            self.tracker.count_iteration(child.path)
+        try:
+            if self.policy.should_skip(child, context):
+                self.tracker.skip_tree(child, None)
+                return Outcome("skipped")
+            if child.children:
+                outcome = await self._call_branch(child, context, scope, wait_for)
+            else:
+                outcome = await self.agent_pass(child, "single", context, scope, wait_for)
+        except asyncio.CancelledError:
+            self.tracker.finish(
+                child.path, "failed", error="cancelled (a sibling failed or a timeout expired)"
+            )
+            raise
+        except Exception as exc:  # e.g. a skip_if that cannot be evaluated
+            outcome = Outcome("failed", error=exc)
+        error_text = describe_error(outcome.error) if outcome.error else None
+        self.tracker.finish(child.path, outcome.status, error=error_text)
+        return self.policy.on_failure(child, outcome, scope.innermost)
+
+    async def _call_branch(
+        self, task: Task, context: dict[str, Any], scope: Scope, wait_for: Sequence[Any]
+    ) -> Outcome:
+        subflow = self.plan.node(task.path).branch_as == "subflow"
+        call: dict[str, Any] = {
+            # a subflow shows its input context as a parameter; a task gets it boxed
+            "context": context if subflow else ContextBox(context),
+            "label": scope.label(task.path),
+            "scope": list(scope.iteration),
+            "return_state": True,
+        }
+        if wait_for:
+            call["wait_for"] = list(wait_for)
+        state = await self.tasks.branch(task)(**call)
+        if state.is_completed():
+            value = await state.aresult()
+            return Outcome(value["status"], dict(value["delta"]), handle=state)
+        return Outcome("failed", error=await _error_of(task, state, "branch"), handle=state)
+
+    def not_run(self, child: Task, reason: str) -> None:
+        if self.tracker.records[child.path].status == "failed":
+            return  # cancelled while running: it already reports why
+        self.tracker.skip_tree(child, reason)
+
+    def warn(self, message: str) -> None:
+        self.warnings.append(message)
+        run_logger().warning(message)
+
+    def iteration_started(self, group: Task, number: int) -> None:
+        self.tracker.iteration_started(group.path, number)
+
+
+async def settle_pass(task: Task, state: Any) -> Outcome:
+    """A pass's final Prefect state as cached / completed / failed (with its error)."""
+    if state.is_completed():
+        payload = await state.aresult()
+        status = "cached" if state.name == "Cached" else "completed"
+        return Outcome(status, dict(payload.get("delta") or {}), handle=state)
+    if state.name == "TimedOut":
+        error: BaseException = TaskTimedOut(
+            f"task '{task.path}' exceeded settings.timeout={task.settings.timeout}s"
+        )
+    else:
+        error = await _error_of(task, state, "task")
+    return Outcome("failed", error=error, handle=state)
+
+
+async def _error_of(task: Task, state: Any, what: str) -> BaseException:
+    error = await state.aresult(raise_on_failure=False)
+    if isinstance(error, BaseException):
+        return error
+    return FolpipeError(state.message or f"{what} '{task.path}' {state.name}")
+
+
+def run_logger() -> logging.Logger | logging.LoggerAdapter[Any]:
+    try:
+        return get_run_logger()
+    except Exception:
+        return LOG

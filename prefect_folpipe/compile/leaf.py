@@ -1,0 +1,194 @@
+"""The one leaf: the Prefect task running one agent pass, built from plain data.
+
+Every agent pass of a run, whatever runs it (awaited in the flow's process, or submitted to a
+Dask worker), is a Prefect ``Task`` over :func:`run_leaf` with the same ``task_options()``:
+retries and their delays, a ``retry_condition_fn`` that never retries author errors, the
+timeout, tags, and the content-keyed checkpoint (``CheckpointKey``; result storage, ``--fresh``,
+``settings.cache``, ``cache_expiration``). Its arguments are picklable: a ``LeafRef`` (the run's
+``RunSpec``, the task path, the phase) and the run's live runtime in a ``ProcessLocal`` box,
+which arrives empty in another process; there :func:`run_leaf` rebuilds the runtime from the
+spec (see ``compile.dask``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from functools import partial
+from typing import Any
+
+from prefect import Task as PrefectTask
+from prefect.cache_policies import NO_CACHE
+from prefect.context import TaskRunContext
+from prefect.logging import get_run_logger
+
+from ..workflow.names import slug
+from ..workflow.tree import Task
+from .background import WRITER
+from .cache import cache_key
+from .contextops import unbox
+from .passes import PassRuntime, Payload, check_serialisable, payload_of
+from .plan import NodePlan
+from .retry import retry_delays, retry_on_of, should_retry
+from .runtime import RunSpec
+from .tags import tag_task_run
+
+
+class ProcessLocal:
+    """A value that stays in its process: copies share it, a pickled copy arrives empty."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any = None) -> None:
+        self.value = value
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (ProcessLocal, ())
+
+    def __copy__(self) -> ProcessLocal:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> ProcessLocal:
+        return self
+
+    def __repr__(self) -> str:
+        return "<process-local>" if self.value is not None else "<process-local: empty>"
+
+
+@dataclass(frozen=True)
+class LeafRef:
+    """Which pass a leaf task runs: the run, the task path, the phase (plain data)."""
+
+    run: RunSpec
+    path: str
+    phase: str
+    late_tags: tuple[str, ...] = ()
+    """Tags the task run gets as it starts (see ``compile.tags``)."""
+
+
+async def run_leaf(
+    ref: LeafRef, live: ProcessLocal, context: Any, label: str, scope: list | None = None
+) -> Payload:
+    """The function of every leaf task: one agent pass of ``ref.path``, checked and reported."""
+    return await execute_pass(runtime_of(ref, live), ref, unbox(context), label, scope)
+
+
+def runtime_of(ref: LeafRef, live: ProcessLocal) -> PassRuntime:
+    """The run's live runtime in the flow's process; elsewhere, rebuilt from ``ref.run``."""
+    if live.value is not None:
+        return live.value
+    from .dask import remote_runtime
+
+    return remote_runtime(ref.run)
+
+
+async def execute_pass(
+    runtime: PassRuntime, ref: LeafRef, context: dict[str, Any], label: str, scope: list | None
+) -> Payload:
+    WRITER.touch()
+    task = runtime.task(ref.path)
+    task_run = TaskRunContext.get()
+    tag_task_run(task_run, ref.late_tags)
+    await runtime.attempt(task, task_run.task_run.run_count if task_run else 1)
+    provider = runtime.services.provider_for(task) if task.runs_agent else None
+    outcome = await runtime.runner(
+        task,
+        runtime.workflow,
+        context,
+        provider=provider,
+        phase=ref.phase,
+        iteration=scope[-1] if scope else None,
+        logger=get_run_logger(),
+        ledger=runtime.services.ledger,
+    )
+    WRITER.touch()
+    payload = payload_of(outcome)
+    check_serialisable(task, payload)
+    runtime.charge(task, payload)
+    if runtime.artifact_level == "all":
+        await runtime.publish(task, ref.phase, label, outcome, payload)
+    return payload
+
+
+@dataclass(frozen=True)
+class CheckpointKey:
+    """The leaf's ``cache_key_fn``: the content key of ``compile.cache`` (picklable)."""
+
+    ref: LeafRef
+    live: ProcessLocal
+
+    def __call__(self, run_context: Any, params: Mapping[str, Any]) -> str:
+        tag_task_run(run_context, self.ref.late_tags)  # a cached run never reaches the body
+        runtime = runtime_of(self.ref, self.live)
+        task = runtime.task(self.ref.path)
+        return cache_key(
+            task,
+            runtime.identity(task),
+            unbox(params["context"]),
+            iteration=tuple(params.get("scope") or ()),
+            phase=self.ref.phase,
+            salt=runtime.salt(task),
+        )
+
+
+@dataclass(frozen=True)
+class RetryCondition:
+    """The leaf's ``retry_condition_fn``: never author errors; ``retry_on`` when declared."""
+
+    retry_on: tuple[str, ...] | None
+
+    def __call__(self, _task: Any, _task_run: Any, state: Any) -> bool:
+        data = getattr(state, "data", None)
+        exc = data if isinstance(data, BaseException) else None
+        return should_retry(exc, self.retry_on) if exc is not None else self.retry_on is None
+
+
+def pass_label(label: str, phase: str) -> str:
+    """The task-run name of a pass: ``path[i]``, plus `` (first pass)`` / `` (final pass)``."""
+    return label if phase == "single" else f"{label} ({phase} pass)"
+
+
+def task_options(
+    task: Task,
+    node: NodePlan,
+    ref: LeafRef,
+    live: ProcessLocal,
+    *,
+    tags: Sequence[str],
+    storage: Any,
+    fresh: bool,
+) -> dict[str, Any]:
+    """Every Prefect option of a leaf task: one place for retries, timeout, tags, checkpoints."""
+    settings = task.settings
+    options: dict[str, Any] = {
+        "name": task.name if ref.phase == "single" else f"{task.name} ({ref.phase} pass)",
+        "task_run_name": "{label}",
+        "description": f"folder task {task.path}",
+        "retries": settings.max_retries,
+        "retry_delay_seconds": retry_delays(settings) or 0,
+        "retry_condition_fn": RetryCondition(retry_on_of(task)),
+        "timeout_seconds": node.timeout,
+        "tags": list(tags),
+    }
+    if not settings.cache:
+        return options | {"cache_policy": NO_CACHE, "persist_result": False}
+    options |= {
+        "cache_key_fn": CheckpointKey(ref, live),
+        "result_storage": storage,
+        "persist_result": True,
+        "refresh_cache": True if fresh else None,
+    }
+    if settings.cache_expiration:
+        options["cache_expiration"] = timedelta(seconds=settings.cache_expiration)
+    return options
+
+
+def leaf_task(
+    ref: LeafRef, live: ProcessLocal, options: Mapping[str, Any]
+) -> PrefectTask[..., Any]:
+    """The Prefect task of one pass. Its function is a ``partial`` of :func:`run_leaf`: for a
+    plain function Prefect reads and hashes its source on every ``Task()``."""
+    built = PrefectTask(partial(run_leaf, ref, live), **options)
+    built.task_key = f"folpipe_{slug(ref.path or 'root', limit=40)}-{ref.phase}"
+    return built

@@ -1,0 +1,124 @@
+"""What a leaf's pass needs from the process running it (``PassRuntime``), and what it returns
+(``Payload``): the flow's process reports to the run (``FlowRuntime``); a Dask worker rebuilds a
+runtime of its own (``compile.dask``)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any, TypedDict
+
+from ..providers.registry import checkpoint_salt
+from ..workflow.tree import Task, Workflow
+from . import artifacts
+from .cache import task_identity
+from .failures import ResultNotSerializable
+from .options import ArtifactLevel
+from .report import RunTracker
+from .runtime import RunSpec, Services
+
+
+class Payload(TypedDict):
+    """What one executed pass returns and checkpoints."""
+
+    delta: dict[str, Any]
+    text: str
+    usage: dict[str, int]
+    model_calls: int
+    tool_calls: int
+    cost: float
+    provider: str | None
+    model: str | None
+
+
+def payload_of(outcome: Any) -> Payload:
+    """The checkpointed part of an ``agent.TaskOutcome`` (plain data)."""
+    usage = getattr(outcome, "usage", None)
+    return {
+        "delta": dict(outcome.delta),
+        "text": getattr(outcome, "text", ""),
+        "usage": usage.to_dict() if hasattr(usage, "to_dict") else dict(usage or {}),
+        "model_calls": getattr(outcome, "model_calls", 0),
+        "tool_calls": getattr(outcome, "tool_calls", 0),
+        "cost": getattr(outcome, "cost", 0.0),
+        "provider": getattr(outcome, "provider", None),
+        "model": getattr(outcome, "model", None),
+    }
+
+
+def check_serialisable(task: Task, payload: Payload) -> None:
+    """FP515 for an output that cannot be checkpointed as JSON."""
+    try:
+        json.dumps(payload)
+    except (TypeError, ValueError) as exc:
+        raise ResultNotSerializable(
+            f"task '{task.path}' produced an output that cannot be checkpointed as JSON: {exc}"
+        ) from None
+
+
+class PassRuntime:
+    """What a pass needs from the process running it: tasks, services, where reports go."""
+
+    artifact_level: ArtifactLevel
+
+    def __init__(
+        self, workflow: Workflow, spec: RunSpec, services: Services, runner: Callable[..., Any]
+    ) -> None:
+        self.workflow = workflow
+        self.spec = spec
+        self.services = services
+        self.runner = runner
+        self.artifact_level = spec.artifacts
+        self._tasks = {task.path: task for task in workflow.tasks()}
+        self._identities: dict[str, str] = {}
+
+    def task(self, path: str) -> Task:
+        return self._tasks[path]
+
+    def identity(self, task: Task) -> str:
+        found = self._identities.get(task.path)
+        if found is None:
+            found = self._identities[task.path] = task_identity(task)
+        return found
+
+    def salt(self, task: Task) -> str:
+        # issue 11 point 8: the scripted replies / cassette turns answering the task count
+        return checkpoint_salt(self.workflow, task, self.spec.override)
+
+    async def attempt(self, task: Task, number: int) -> None:
+        """An attempt of ``task``'s pass starts."""
+
+    def charge(self, task: Task, payload: Payload) -> None:
+        """An executed pass's usage, for the run report."""
+
+    async def publish(
+        self, task: Task, phase: str, label: str, outcome: Any, payload: Payload
+    ) -> None:
+        """The pass's markdown artifact."""
+
+
+class FlowRuntime(PassRuntime):
+    """Passes in the flow's process: they report to the run's tracker and queue their
+    artifacts on the background writer."""
+
+    def __init__(
+        self,
+        workflow: Workflow,
+        spec: RunSpec,
+        services: Services,
+        runner: Callable[..., Any],
+        tracker: RunTracker,
+    ) -> None:
+        super().__init__(workflow, spec, services, runner)
+        self.tracker = tracker
+
+    async def attempt(self, task: Task, number: int) -> None:
+        self.tracker.attempt(task.path, number)
+
+    def charge(self, task: Task, payload: Payload) -> None:
+        self.tracker.charge(task.path, payload)
+
+    async def publish(
+        self, task: Task, phase: str, label: str, outcome: Any, payload: Payload
+    ) -> None:
+        artifacts.queue_task_artifact(self.workflow.name, task, phase, label, outcome, payload)

@@ -1,0 +1,108 @@
+"""The Prefect objects of a run: one leaf task per agent pass, one parent task or subflow per
+branch, built once per run and picklable (a Dask task runner ships them with each submission).
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+from prefect import Flow
+from prefect import Task as PrefectTask
+from prefect.cache_policies import NO_CACHE
+from prefect.context import TaskRunContext
+
+from ..workflow.names import slug
+from ..workflow.tree import Task
+from .contextops import unbox
+from .leaf import LeafRef, ProcessLocal, leaf_task, task_options
+from .plan import Plan
+from .runtime import RunSpec
+from .tags import RunTags, tag_task_run
+
+FLOW_NAME_FORBIDDEN = str.maketrans({c: "-" for c in "/%&><"})
+
+
+def flow_name(text: str) -> str:
+    """A Prefect flow name (no ``/ % & > <``)."""
+    return text.translate(FLOW_NAME_FORBIDDEN).strip() or "folpipe"
+
+
+class PrefectTasks:
+    """Builds (once per run) the Prefect task of each pass and the runner of each branch."""
+
+    def __init__(
+        self, plan: Plan, tags: RunTags, *, storage: Any, fresh: bool, workflow_name: str
+    ) -> None:
+        self.plan = plan
+        self.tags = tags
+        self.storage = storage
+        self.fresh = fresh
+        self.workflow_name = workflow_name
+        self.spec: RunSpec | None = None
+        self.runtime = ProcessLocal()
+        self.executor = ProcessLocal()
+        self._leaves: dict[tuple[str, str], PrefectTask[..., Any]] = {}
+        self._branches: dict[str, Any] = {}
+
+    def bind(self, spec: RunSpec, runtime: Any, executor: Any) -> None:
+        """The run's spec (with its services) and the live objects the bodies call."""
+        self.spec = spec
+        self.runtime.value = runtime
+        self.executor.value = executor
+
+    def leaf(self, task: Task, phase: str) -> PrefectTask[..., Any]:
+        """The Prefect task running one agent pass of ``task``."""
+        key = (task.path, phase)
+        built = self._leaves.get(key)
+        if built is None:
+            assert self.spec is not None, "bind() the run first"
+            creation = self.tags.at_creation(task)  # decides which tags go on late
+            ref = LeafRef(self.spec, task.path, phase, tuple(self.tags.late(task)))
+            options = task_options(
+                task,
+                self.plan.node(task.path),
+                ref,
+                self.runtime,
+                tags=creation,
+                storage=self.storage,
+                fresh=self.fresh,
+            )
+            built = self._leaves[key] = leaf_task(ref, self.runtime, options)
+        return built
+
+    def branch(self, task: Task) -> Any:
+        """The parent task (``branch_as: task``) or subflow running a branch's children."""
+        built = self._branches.get(task.path)
+        if built is None:
+            built = self._branches[task.path] = self._build_branch(task)
+        return built
+
+    def _build_branch(self, task: Task) -> Any:
+        body = partial(run_branch, self.executor, task.path)
+        body.__name__ = f"folpipe_branch_{slug(task.path, limit=40)}"  # type: ignore[attr-defined]
+        if self.plan.node(task.path).branch_as == "subflow":
+            return Flow(
+                body,
+                name=flow_name(f"{self.workflow_name}.{task.path.replace('/', '.')}"),
+                flow_run_name="{label}",
+                validate_parameters=False,
+            )
+        return PrefectTask(
+            body,
+            name=f"{task.name} (branch)",
+            task_run_name="{label}",
+            cache_policy=NO_CACHE,
+            persist_result=False,
+            tags=self.tags.at_creation(task, "branch"),
+        )
+
+
+async def run_branch(
+    live: ProcessLocal, path: str, context: Any, label: str, scope: list | None = None
+) -> dict[str, Any]:
+    """The body of a branch run (in the flow's process): its passes and children."""
+    executor = live.value
+    task = executor.plan.task(path)
+    tag_task_run(TaskRunContext.get(), executor.tags.late(task, "branch"))
+    return await executor.execute_branch(task, unbox(context), scope)
