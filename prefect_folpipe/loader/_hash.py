@@ -66,6 +66,18 @@ def task_hash(
     return digest.hexdigest()
 
 
+def file_digests(folder: Path, *, root: bool = False) -> dict[str, str]:
+    """sha256 of each of the task's own files that its hash covers, by relative path (what
+    ``folpipe plan`` compares to say which file changed); a directory symlink by its target."""
+    out = {}
+    for rel, file in _tree(folder, "", SKIPPED_DIRS | ROOT_ONLY_SKIPPED if root else SKIPPED_DIRS):
+        if isinstance(file, str):
+            out[rel] = f"link:{file}"
+            continue
+        out[rel] = hashlib.sha256(_read(file)).hexdigest()
+    return out
+
+
 _PROVIDER_BLOBS: dict[int, tuple[ResolvedProvider, bytes]] = {}
 
 

@@ -10,6 +10,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..workflow.agentflow import ROOT as AGENTFLOW
+from ..workflow.agentflow import SUPPORTED_HINT
 from ..workflow.marker import ToolMeta, describe_function, tool_meta
 from ..workflow.toolschema import ToolDefinitionError
 from ..workflow.tree import ToolSpec
@@ -21,9 +23,12 @@ from .toolstatic import StaticProblem, decorated_functions, read_source, static_
 
 
 def discover_module_tools(
-    tools_dir: str | Path, *, owner: str, import_tools: bool = True
+    tools_dir: str | Path, *, owner: str, quiet: bool = False, import_tools: bool = True
 ) -> tuple[list[ToolSpec], Diagnostics]:
-    """``@tool`` functions of ``tools/*.py`` (files starting with ``_`` are helpers)."""
+    """``@tool`` functions of ``tools/*.py`` (files starting with ``_`` are helpers).
+
+    ``quiet``: a module that does not mention ``@tool`` is not imported, and one without a tool
+    is not reported (``scripts/`` beside a SKILL.md also holds plain scripts)."""
     folder = Path(tools_dir)
     tools: list[ToolSpec] = []
     diagnostics: Diagnostics = []
@@ -32,11 +37,11 @@ def discover_module_tools(
     digest = tools_dir_digest(folder)
     seen: dict[str, ToolSpec] = {}
     for file in sorted(folder.glob("*.py")):
-        if file.name.startswith("_"):
+        if file.name.startswith("_") or (quiet and not mentions_tool(file)):
             continue
         read = _tools_of_module if import_tools else _static_tools_of_module
         found, problems = read(file, digest, owner)
-        diagnostics.extend(problems)
+        diagnostics.extend(p for p in problems if not (quiet and p.code == "FP215"))
         for spec in found:
             if spec.name in seen:
                 first = seen[spec.name]
@@ -57,7 +62,17 @@ def discover_module_tools(
     return tools, diagnostics
 
 
-def _import_failed(file: Path, message: str, line: int | None, owner: str) -> Diagnostics:
+def mentions_tool(file: Path) -> bool:
+    """Whether a module's text mentions ``@tool`` (a cheap test, nothing is imported)."""
+    try:
+        return "@tool" in file.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+
+
+def _import_failed(
+    file: Path, message: str, line: int | None, owner: str, exc: BaseException | None = None
+) -> Diagnostics:
     return [
         diagnostic(
             "FP214",
@@ -65,9 +80,16 @@ def _import_failed(file: Path, message: str, line: int | None, owner: str) -> Di
             file,
             line,
             owner,
-            "fix the module, or declare missing packages under 'dependencies' in task.yaml",
+            _import_hint(exc),
         )
     ]
+
+
+def _import_hint(exc: BaseException | None) -> str:
+    missing = getattr(exc, "name", None) if isinstance(exc, ImportError) else None
+    if missing and (missing == AGENTFLOW or missing.startswith(f"{AGENTFLOW}.")):
+        return SUPPORTED_HINT
+    return "fix the module, or declare missing packages under 'dependencies' in task.yaml"
 
 
 def _no_tools(file: Path, owner: str) -> Diagnostics:
@@ -122,7 +144,7 @@ def _tools_of_module(file: Path, digest: str, owner: str) -> tuple[list[ToolSpec
         module = load_tools_module(file, digest=digest)
     except (Exception, SystemExit) as exc:  # SystemExit / os._exit at import: see loader.code
         message, line = describe_exception(exc, file.absolute())
-        return [], _import_failed(file, message, line, owner)
+        return [], _import_failed(file, message, line, owner, exc)
     tools: list[ToolSpec] = []
     diagnostics: Diagnostics = []
     seen: set[int] = set()

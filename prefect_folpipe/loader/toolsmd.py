@@ -17,7 +17,7 @@ from ..workflow.envnames import is_dangerous_env_name
 from ..workflow.toolschema import empty_schema
 from ..workflow.tree import ToolSpec
 from . import markdown
-from .shellparams import infer_shell_params
+from .shellparams import CMD_VAR, infer_shell_params
 from .tooldefs import (
     CODE_KINDS,
     COMMON_KEYS,
@@ -174,17 +174,27 @@ def _build_shell(source: Source, metadata: dict[str, Any]) -> ToolSpec | None:
     assert source.parsed.code is not None
     script = source.parsed.code.code
     parameters = _parameters(source, metadata, lambda: infer_shell_params(script))
+    cmd_vars = sorted(set(CMD_VAR.findall(script)))
+    if cmd_vars:
+        source.report(
+            "FP229",
+            f"shell tool {source.section.name!r} reads {', '.join(f'%{v}%' for v in cmd_vars)} "
+            "(Windows cmd syntax): bash does not expand it",
+            source.parsed.code.line,
+            f"write ${cmd_vars[0]} instead (the value is set under both spellings)",
+            warning=True,
+        )
     if parameters is None or not _safe_env_names(source, parameters):
         return None
     return spec_of(source, metadata, parameters=parameters, code=script)
 
 
 def _safe_env_names(source: Source, parameters: Mapping[str, Any]) -> bool:
-    """FP229 for shell parameters that would set ``GIT_SSH_COMMAND``, ``LD_PRELOAD``, ..."""
+    """FP237 for shell parameters that would set ``GIT_SSH_COMMAND``, ``LD_PRELOAD``, ..."""
     bad = [name for name in parameters.get("properties", {}) if is_dangerous_env_name(name)]
     for name in bad:
         source.report(
-            "FP229",
+            "FP237",
             f"shell tool {source.section.name!r}: parameter {name!r} would set the environment "
             f"variable {name.upper()}, which changes how programs run",
             hint="rename the parameter (shell tools get their arguments as variables)",

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..workflow.agentflow import ROOT as AGENTFLOW
 from ..workflow.marker import ToolMeta, tool
 from ..workflow.toolschema import (
     UNKNOWN_DEFAULT,
@@ -140,6 +141,8 @@ def _names_system_exit(node: ast.expr | None) -> bool:
 
 def _find(module: str, line: int) -> None:
     top = module.split(".")[0]
+    if top == AGENTFLOW:  # folpipe 0.1.8's names, answered while the code loads
+        return
     try:
         found = importlib.util.find_spec(top)
     except (ImportError, ValueError):
@@ -168,15 +171,13 @@ def _tool_decorator(node: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[bool,
         if not _is_tool_name(target):
             continue
         options: dict[str, Any] = {}
+        positional = list(call.args) if call is not None else []
+        if len(positional) > len(POSITIONAL_OPTIONS):
+            raise StaticProblem("tool() takes at most 3 positional arguments", decorator.lineno)
+        for name, value in zip(POSITIONAL_OPTIONS, positional, strict=False):
+            options[name] = _literal(value, name, decorator.lineno)  # folpipe 0.1.8's @tool("x")
         for keyword in call.keywords if call is not None else ():
-            try:
-                options[str(keyword.arg)] = ast.literal_eval(keyword.value)
-            except ValueError:
-                raise StaticProblem(
-                    f"@tool({keyword.arg}=...) must be a literal to be read without running the "
-                    "code (or validate with --import-tools)",
-                    decorator.lineno,
-                ) from None
+            options[str(keyword.arg)] = _literal(keyword.value, str(keyword.arg), decorator.lineno)
         try:
             marked = tool(**options)(lambda: None)
         except (TypeError, ValueError) as exc:
@@ -185,6 +186,21 @@ def _tool_decorator(node: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[bool,
         name = options.get("name") or node.name
         return True, ToolMeta(name, meta.description, meta.retries, meta.timeout, meta.scope)
     return False, None
+
+
+POSITIONAL_OPTIONS = ("name", "description", "scope")
+"""``@tool("name", "description", "scope")``: folpipe 0.1.8's ``agentflow.tool``."""
+
+
+def _literal(node: ast.expr, option: str, line: int) -> Any:
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        raise StaticProblem(
+            f"@tool({option}=...) must be a literal to be read without running the code "
+            "(or validate with --import-tools)",
+            line,
+        ) from None
 
 
 def _is_tool_name(node: ast.expr) -> bool:

@@ -5,7 +5,7 @@ A shell tool receives its arguments as environment variables (``query`` -> ``$qu
 makes ``git`` run a command, ``LD_PRELOAD`` loads a library into every process, ``BASH_ENV``
 is sourced by every non-interactive bash, ``PYTHONPATH`` / ``NODE_OPTIONS`` inject code,
 ``http_proxy`` reroutes ``curl``. A parameter whose name (in any case) is one of them would
-let the model choose that value, so ``folpipe validate`` refuses it (FP229) and the runtime
+let the model choose that value, so ``folpipe validate`` refuses it (FP237) and the runtime
 refuses the argument.
 """
 

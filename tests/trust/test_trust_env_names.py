@@ -30,7 +30,7 @@ DANGEROUS = [
 def test_validate_refuses_a_declared_dangerous_parameter(tmp_path: Path, name: str) -> None:
     tools = f"## fetch\n> type: shell\n> params: {name} (str), url (str)\n\n```bash\ngit x\n```\n"
     write_workflow(tmp_path, {"instructions.md": "x", "tools.md": tools})
-    found = [d for d in validate_workflow(tmp_path) if d.code == "FP229"]
+    found = [d for d in validate_workflow(tmp_path) if d.code == "FP237"]
     assert len(found) == 1
     assert name.upper() in found[0].message
     assert found[0].file == "tools.md"
