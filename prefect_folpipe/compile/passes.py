@@ -8,14 +8,13 @@ import json
 from collections.abc import Callable
 from typing import Any, TypedDict
 
-from ..providers.registry import checkpoint_salt
 from ..workflow.tree import Task, Workflow
 from . import artifacts
 from .cache import task_identity
 from .failures import ResultNotSerializable
 from .options import ArtifactLevel
 from .report import RunTracker
-from .runtime import RunSpec, Services
+from .runtime import RunSpec, Services, provider_salt
 
 
 class Payload(TypedDict):
@@ -83,7 +82,7 @@ class PassRuntime:
 
     def salt(self, task: Task) -> str:
         # issue 11 point 8: the scripted replies / cassette turns answering the task count
-        return checkpoint_salt(self.workflow, task, self.spec.override)
+        return provider_salt(task, self.spec.override, self.workflow)
 
     async def attempt(self, task: Task, number: int) -> None:
         """An attempt of ``task``'s pass starts."""

@@ -116,7 +116,8 @@ def _static_tools_of_module(
     except SyntaxError as exc:
         return [], _import_failed(file, f"SyntaxError: {exc.msg}", exc.lineno, owner)
     except StaticProblem as exc:
-        return [], _import_failed(file, str(exc), exc.line, owner)
+        missing = ModuleNotFoundError(str(exc), name=exc.module) if exc.module else None
+        return [], _import_failed(file, str(exc), exc.line, owner, missing)
     except (OSError, UnicodeDecodeError) as exc:
         return [], _import_failed(file, f"{type(exc).__name__}: {exc}", None, owner)
     tools: list[ToolSpec] = []

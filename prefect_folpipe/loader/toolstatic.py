@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..workflow.agentflow import MODULES as AGENTFLOW_MODULES
 from ..workflow.agentflow import ROOT as AGENTFLOW
 from ..workflow.marker import ToolMeta, tool
 from ..workflow.toolschema import (
@@ -52,11 +53,13 @@ _NAMES: dict[str, Any] = {
 
 
 class StaticProblem(Exception):
-    """Something the source shows is wrong: ``message`` (as an import would say it), ``line``."""
+    """Something the source shows is wrong: ``message`` (as an import would say it), ``line``;
+    ``module``: the module that cannot be found, if that is the problem."""
 
-    def __init__(self, message: str, line: int | None) -> None:
+    def __init__(self, message: str, line: int | None, module: str | None = None) -> None:
         super().__init__(message)
         self.line = line
+        self.module = module
 
 
 @dataclass
@@ -141,14 +144,16 @@ def _names_system_exit(node: ast.expr | None) -> bool:
 
 def _find(module: str, line: int) -> None:
     top = module.split(".")[0]
-    if top == AGENTFLOW:  # folpipe 0.1.8's names, answered while the code loads
-        return
     try:
         found = importlib.util.find_spec(top)
     except (ImportError, ValueError):
         found = None
+    if top == AGENTFLOW and found is None:  # folpipe 0.1.8's modules, answered while loading
+        if module in AGENTFLOW_MODULES:
+            return
+        top = module
     if found is None:
-        raise StaticProblem(f"ModuleNotFoundError: No module named {top!r}", line)
+        raise StaticProblem(f"ModuleNotFoundError: No module named {top!r}", line, top)
 
 
 def _find_relative(node: ast.ImportFrom, tools_dir: Path | None) -> None:
