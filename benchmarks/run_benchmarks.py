@@ -28,6 +28,10 @@ from typing import Any
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
+# before Prefect is imported: it reads its settings once
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+os.environ.setdefault("PREFECT_LOGGING_LEVEL", "ERROR")
+os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
 
 import handwritten  # noqa: E402
 import scale  # noqa: E402
@@ -234,9 +238,12 @@ def _server(kind: str) -> Iterator[None]:
             url = stack.enter_context(running_postgres(durable=True)).url
         server = start_server(database_url=url)
         stack.callback(server.stop)
-        os.environ["PREFECT_API_URL"] = server.url
+        os.environ["PREFECT_API_URL"] = server.url  # for subprocesses
         os.environ["BENCH_SERVER_PID"] = str(server.process.pid)
-        yield
+        from prefect.settings import PREFECT_API_URL, temporary_settings
+
+        with temporary_settings(updates={PREFECT_API_URL: server.url}):  # this process
+            yield
 
 
 def main() -> None:
@@ -248,9 +255,6 @@ def main() -> None:
         "--server", choices=("ephemeral", "sqlite", "postgres"), default="ephemeral"
     )
     args = parser.parse_args()
-    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "ERROR")
-    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
     results = []
     with (
         _server(args.server),
