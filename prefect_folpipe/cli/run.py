@@ -6,7 +6,6 @@ Exit codes: 0 the workflow completed, 1 it failed, 2 invalid workflow / configur
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import sys
@@ -18,6 +17,8 @@ import yaml
 from rich.table import Table
 
 from ..errors import ConfigError, FolpipeError
+from ..workflow.jsondata import check_plain, load_yaml
+from ..workflow.jsondata import loads as strict_json
 from ..workflow.tree import Workflow
 from ._render import (
     EXIT_FAILED,
@@ -49,8 +50,9 @@ def parse_context(value: str | None) -> dict[str, Any]:
                 hint='pass --context \'{"key": "value"}\' or --context @file.json',
             ) from None
     try:
-        data = json.loads(text) if not value.startswith("@") else yaml.safe_load(text)
-    except (ValueError, yaml.YAMLError) as exc:
+        data = strict_json(text) if not value.startswith("@") else load_yaml(text, "the context")
+        check_plain(data, "the context")
+    except (ValueError, yaml.YAMLError) as exc:  # NotPlainJSON: NaN, dates, sets, deep nesting
         raise ConfigError(
             f"{source} is not valid JSON: {exc}",
             code="FP402",

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ToolError
+from ..workflow.envnames import is_dangerous_env_name
 
 SANDBOX_ENV_NAMES = (
     "PATH",
@@ -157,6 +158,11 @@ def _check_argument_name(name: str) -> None:
         raise ToolError(f"argument name {name!r} cannot be an environment variable")
     if _changes_sandbox(name) or (name != name.lower() and _changes_sandbox(name.upper())):
         raise ToolError(f"argument name {name!r} would change the sandbox; rename the parameter")
+    if is_dangerous_env_name(name):  # GIT_SSH_COMMAND, http_proxy, ... in any case
+        raise ToolError(
+            f"argument name {name!r} would set a variable that changes how programs run; "
+            "rename the parameter"
+        )
 
 
 def _changes_sandbox(name: str) -> bool:

@@ -506,7 +506,7 @@ def test_an_unexpected_failure_becomes_fp190(
 ) -> None:
     import prefect_folpipe.validate as validate
 
-    def broken_check(path: object) -> None:
+    def broken_check(path: object, **options: object) -> None:
         raise RuntimeError("boom")
 
     monkeypatch.setattr(validate, "check", broken_check)
