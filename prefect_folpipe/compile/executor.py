@@ -13,8 +13,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from prefect.logging import get_run_logger
+from prefect.utilities.annotations import allow_failure
 
 from ..errors import FolpipeError
+from ..workflow.context import ERRORS_KEY
 from ..workflow.tree import Task
 from .contextops import ContextBox, child_context, describe_error, merge_delta
 from .failures import TaskTimedOut
@@ -48,6 +50,9 @@ class TreeExecutor:
         self.tags = tags
         self.policy = ChildPolicy()
         self.warnings: list[str] = []
+        self._failed_errors: dict[tuple[str, tuple[int, ...]], list[Any]] = {}
+        """``_errors`` recorded inside a branch run that then failed, for its parent to keep
+        (a failed branch run raises: its return value, the delta, never reaches the parent)."""
 
     async def run_target(self, target: Task, context: dict[str, Any]) -> Outcome:
         """The task a run starts from (the root, or ``run-task``'s task)."""
@@ -119,8 +124,12 @@ class TreeExecutor:
         self, task: Task, context: dict[str, Any], scope: list[int] | None
     ) -> dict[str, Any]:
         """The body of a branch run (task or subflow): raises when the branch failed."""
-        outcome = await self.run_branch(task, context, Scope(tuple(scope or ())))
+        where = Scope(tuple(scope or ()))
+        outcome = await self.run_branch(task, context, where)
         if outcome.status == "failed":
+            errors = outcome.delta.get(ERRORS_KEY)
+            if errors:
+                self._failed_errors[(task.path, where.iteration)] = list(errors)
             raise outcome.error or FolpipeError(f"branch '{task.path}' failed")
         return {"status": outcome.status, "delta": outcome.delta}
 
@@ -148,7 +157,7 @@ class TreeExecutor:
             outcome = Outcome("failed", error=exc)
         error_text = describe_error(outcome.error) if outcome.error else None
         self.tracker.finish(child.path, outcome.status, error=error_text)
-        return self.policy.on_failure(child, outcome, scope.innermost)
+        return _edge_past_failure(self.policy.on_failure(child, outcome, scope.innermost))
 
     async def _call_branch(
         self, task: Task, context: dict[str, Any], scope: Scope, wait_for: Sequence[Any]
@@ -163,11 +172,16 @@ class TreeExecutor:
         }
         if wait_for:
             call["wait_for"] = list(wait_for)
-        state = await self.tasks.branch(task)(**call)
+        # its own asyncio task: a branch nested in a branch would otherwise resume through
+        # every level's frames (a RecursionError past ~95 levels); a task awaits its child
+        # task without that chain, and cancelling the parent still cancels the child
+        state = await asyncio.ensure_future(self.tasks.branch(task)(**call))
         if state.is_completed():
             value = await state.aresult()
             return Outcome(value["status"], dict(value["delta"]), handle=state)
-        return Outcome("failed", error=await _error_of(task, state, "branch"), handle=state)
+        errors = self._failed_errors.pop((task.path, scope.iteration), None)
+        delta = {ERRORS_KEY: errors} if errors else {}
+        return Outcome("failed", delta, await _error_of(task, state, "branch"), handle=state)
 
     def not_run(self, child: Task, reason: str) -> None:
         if self.tracker.records[child.path].status == "failed":
@@ -180,6 +194,18 @@ class TreeExecutor:
 
     def iteration_started(self, group: Task, number: int) -> None:
         self.tracker.iteration_started(group.path, number)
+
+
+def _edge_past_failure(outcome: Outcome) -> Outcome:
+    """A failure absorbed by ``on_failure`` still draws its graph edge, but Prefect must not
+    hold its dependents back: a ``wait_for`` on a failed state leaves them ``Pending``
+    (``NotReady``), unless the state is wrapped in ``allow_failure``."""
+    handle = outcome.handle
+    if not outcome.handled or handle is None:
+        return outcome
+    is_failed = getattr(handle, "is_failed", None)
+    outcome.handle = allow_failure(handle) if is_failed is not None and is_failed() else None
+    return outcome
 
 
 async def settle_pass(task: Task, state: Any) -> Outcome:

@@ -92,6 +92,10 @@ class _FailFast(Exception):
 
 
 def _fail_error(child: Task, result: Outcome) -> GroupFailed:
+    """The error failing a group: names the task where the failure began, once, however
+    many branch levels it crosses (the message does not grow with the depth)."""
+    if isinstance(result.error, GroupFailed) and result.error.task_path:
+        return GroupFailed(str(result.error), task_path=result.error.task_path)
     reason = describe_error(result.error) if result.error else "failed"
     return GroupFailed(f"task '{child.path}' failed: {reason}", task_path=child.path)
 
@@ -336,8 +340,10 @@ async def _iterate(
                 "error": describe_error(result.error or "failed"),
                 "iteration": number,
             }
-            merge_delta(ctx, {ERRORS_KEY: [entry]})
-            merge_delta(delta, {ERRORS_KEY: [entry]})
+            # the iteration's outputs roll back; what failed inside it stays on record
+            errors = [*result.delta.get(ERRORS_KEY, []), entry]
+            merge_delta(ctx, {ERRORS_KEY: errors})
+            merge_delta(delta, {ERRORS_KEY: errors})
             continue
         merge_delta(ctx, result.delta)
         merge_delta(delta, result.delta)

@@ -40,5 +40,5 @@ class ChildPolicy:
         delta: dict[str, Any] = {}
         if mode == "use_default":
             delta = answer_delta(task, task.config.default_output or {})
-        delta[ERRORS_KEY] = [entry]
+        delta[ERRORS_KEY] = [*result.delta.get(ERRORS_KEY, []), entry]
         return Outcome("failed", delta, result.error, handle=result.handle, handled=True)
