@@ -122,7 +122,7 @@ class TreeExecutor:
 
     async def execute_branch(
         self, task: Task, context: dict[str, Any], scope: list[int] | None
-    ) -> dict[str, Any]:
+    ) -> Outcome:
         """The body of a branch run (task or subflow): raises when the branch failed."""
         where = Scope(tuple(scope or ()))
         outcome = await self.run_branch(task, context, where)
@@ -131,7 +131,7 @@ class TreeExecutor:
             if errors:
                 self._failed_errors[(task.path, where.iteration)] = list(errors)
             raise outcome.error or FolpipeError(f"branch '{task.path}' failed")
-        return {"status": outcome.status, "delta": outcome.delta}
+        return outcome
 
     async def run_child(
         self, child: Task, context: dict[str, Any], scope: Scope, wait_for: Sequence[Any] = ()
@@ -177,8 +177,8 @@ class TreeExecutor:
         # task without that chain, and cancelling the parent still cancels the child
         state = await asyncio.ensure_future(self.tasks.branch(task)(**call))
         if state.is_completed():
-            value = await state.aresult()
-            return Outcome(value["status"], dict(value["delta"]), handle=state)
+            value: Outcome = await state.aresult()
+            return Outcome(value.status, value.delta, handle=state)
         errors = self._failed_errors.pop((task.path, scope.iteration), None)
         delta = {ERRORS_KEY: errors} if errors else {}
         return Outcome("failed", delta, await _error_of(task, state, "branch"), handle=state)
