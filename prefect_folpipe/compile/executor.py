@@ -30,6 +30,7 @@ from .tags import RunTags
 from .tasks import PrefectTasks
 
 LOG = logging.getLogger("prefect_folpipe.compile")
+CANCELLED = "cancelled (a sibling failed, a timeout expired or the run was interrupted)"
 
 
 class TreeExecutor:
@@ -149,9 +150,7 @@ class TreeExecutor:
             else:
                 outcome = await self.agent_pass(child, "single", context, scope, wait_for)
         except asyncio.CancelledError:
-            self.tracker.finish(
-                child.path, "failed", error="cancelled (a sibling failed or a timeout expired)"
-            )
+            self.tracker.finish(child.path, "failed", error=CANCELLED)
             raise
         except Exception as exc:  # e.g. a skip_if that cannot be evaluated
             outcome = Outcome("failed", error=exc)

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ToolError
+from .watchdog import WATCHDOG
 
 SANDBOX_ENV_NAMES = (
     "PATH",
@@ -158,6 +159,22 @@ async def run_script(
         stderr=asyncio.subprocess.STDOUT,
         start_new_session=os.name == "posix",
     )
+    if os.name == "posix":
+        WATCHDOG.guard_group(process.pid)  # the group dies with this process, even on SIGKILL
+    try:
+        return await _communicate(process, timeout, max_output, stdin, on_start)
+    finally:
+        if os.name == "posix":
+            WATCHDOG.release_group(process.pid)
+
+
+async def _communicate(
+    process: asyncio.subprocess.Process,
+    timeout: float | None,
+    max_output: int,
+    stdin: bytes | None,
+    on_start: Any,
+) -> ShellResult:
     if on_start is not None:
         on_start(process.pid)
     chunks: list[bytes] = []
