@@ -32,7 +32,7 @@ def describe(record: dict[str, Any]) -> str:
     )
     if record.get("error"):
         line += f": {record['error']}"
-    listed = ', '.join(unfinished) or ('-' if record.get('tasks') else 'not recorded')
+    listed = ", ".join(unfinished) or ("-" if record.get("tasks") else "not recorded")
     return f"{line}; not finished: {listed}"
 
 

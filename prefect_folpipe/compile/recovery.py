@@ -98,4 +98,3 @@ async def _crash_task_runs(client: Any, flow_run_ids: Iterable[UUID], message: s
     )
     for task_run in task_runs:
         await client.set_task_run_state(task_run.id, Crashed(message=message), force=True)
-
