@@ -135,13 +135,13 @@ def execute(workflow: Workflow, context: dict[str, Any], options: Any, as_json: 
     """Run, print (live view + summary, or the JSON document) and return the exit code."""
     from prefect.exceptions import TerminationSignal
 
-    from ..compile import flush_artifacts
+    from ..compile import flush_artifacts, run_workflow  # Prefect sets up its log handlers
     from ..compile.background import EXIT_FLUSH_S
 
     quiet_console_tracebacks()
     with interruptions() as received:
         try:
-            result = _run(workflow, context, options, as_json)
+            result = _run(run_workflow, workflow, context, options, as_json)
         except (KeyboardInterrupt, asyncio.CancelledError, TerminationSignal) as exc:
             result = _interrupted(workflow, context, options, exc, received.signal)
     code = report(workflow, result, as_json)
@@ -151,9 +151,9 @@ def execute(workflow: Workflow, context: dict[str, Any], options: Any, as_json: 
     return code
 
 
-def _run(workflow: Workflow, context: dict[str, Any], options: Any, as_json: bool) -> Any:
-    from ..compile import run_workflow
-
+def _run(
+    run_workflow: Any, workflow: Workflow, context: dict[str, Any], options: Any, as_json: bool
+) -> Any:
     console = get_console()
     if as_json:
         with contextlib.redirect_stdout(sys.stderr):

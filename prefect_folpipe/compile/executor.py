@@ -142,7 +142,7 @@ class TreeExecutor:
         if scope.iteration and not (child.children and child.execution_type == "loop"):
             self.tracker.count_iteration(child.path)
         try:
-            if self.policy.should_skip(child, context):
+            if await self.policy.should_skip(child, context, self.plan.node(child.path).timeout):
                 self.tracker.skip_tree(child, None)
                 return Outcome("skipped")
             if child.children:

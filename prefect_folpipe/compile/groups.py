@@ -16,10 +16,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from ..expressions import compile_condition
+from ..expressions import Condition, compile_condition
 from ..workflow.context import ERRORS_KEY
 from ..workflow.tree import Task
 from .contextops import child_context, describe_error, error_entry, merge_delta
+from .evaluation import evaluate_condition
 from .failures import (
     DependencyError,
     GroupFailed,
@@ -329,7 +330,7 @@ async def _iterate(
         ex.iteration_started(group, number)
         snapshot = (copy.deepcopy(ctx), copy.deepcopy(delta))
         inner = scope.enter(number)
-        result = await _one_iteration(group, loop, waves, ctx, ex, inner, inner_policy)
+        result, met = await _one_iteration(group, loop, waves, ctx, ex, inner, inner_policy, until)
         if result.status == "failed":
             if group.on_error == "fail":
                 return Outcome("failed", delta, result.error, iterations=number)
@@ -347,7 +348,7 @@ async def _iterate(
             continue
         merge_delta(ctx, result.delta)
         merge_delta(delta, result.delta)
-        if until is not None and until.evaluate(ctx):
+        if met:
             return Outcome("completed", delta, iterations=number)
     if until is None:
         return Outcome("completed", delta, iterations=maximum)
@@ -366,17 +367,25 @@ async def _one_iteration(
     ex: Executor,
     scope: Scope,
     policy: str,
-) -> Outcome:
+    until: Condition | None,
+) -> tuple[Outcome, bool]:
+    """One iteration and its ``until`` check, both within ``iteration_timeout``: the outcome,
+    and whether ``until`` holds on the context the iteration leaves."""
     limit = loop.iteration_timeout
     try:
         async with asyncio.timeout(limit):
-            return await run_waves(group, waves, ctx, ex, scope, on_error=policy)
+            result = await run_waves(group, waves, ctx, ex, scope, on_error=policy)
+            if result.status == "failed" or until is None:
+                return result, False
+            after = child_context(ctx)
+            merge_delta(after, result.delta)
+            return result, await evaluate_condition(until, after)
     except TimeoutError:
         number = scope.innermost
         error = IterationTimeout(
             f"iteration {number} of loop '{_where(group)}' exceeded iteration_timeout={limit}s"
         )
-        return Outcome("failed", {}, error)
+        return Outcome("failed", {}, error), False
 
 
 async def run_group(

@@ -5,6 +5,7 @@ The group's ``on_error`` is applied afterwards by the strategies in ``compile.gr
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from typing import Any
 
@@ -12,6 +13,8 @@ from ..expressions import Condition, compile_condition
 from ..workflow.context import ERRORS_KEY, answer_delta
 from ..workflow.tree import Task
 from .contextops import error_entry
+from .evaluation import evaluate_condition
+from .failures import TaskTimedOut
 from .groups import Outcome
 
 
@@ -21,14 +24,24 @@ class ChildPolicy:
     def __init__(self) -> None:
         self._conditions: dict[str, Condition] = {}
 
-    def should_skip(self, task: Task, context: Mapping[str, Any]) -> bool:
+    async def should_skip(
+        self, task: Task, context: Mapping[str, Any], timeout: float | None = None
+    ) -> bool:
+        """Whether ``skip_if`` holds, evaluated within the task's ``timeout`` (FP516)."""
         expression = task.config.conditions.skip_if
         if expression is None:
             return False
         condition = self._conditions.get(task.path)
         if condition is None:
             condition = self._conditions[task.path] = compile_condition(expression)
-        return bool(condition.evaluate(context))
+        try:
+            async with asyncio.timeout(timeout):
+                return await evaluate_condition(condition, context)
+        except TimeoutError:
+            raise TaskTimedOut(
+                f"conditions.skip_if of task '{task.path}' did not finish within "
+                f"settings.timeout={timeout}s"
+            ) from None
 
     @staticmethod
     def on_failure(task: Task, result: Outcome, iteration: int | None) -> Outcome:
