@@ -138,7 +138,7 @@ def _pids_in_group(pgid: int) -> list[int]:
 def test_sigkill_mid_run_kills_the_tool_and_resume_takes_the_crashed_run(tmp_path, cli_env):
     root = _workflow(tmp_path / "wf")
     failing = write_workflow(
-        tmp_path / "replies", {"replies.yaml": {"tasks": {"last": [{"error": "auth"}]}}}
+        tmp_path / "replies", {"replies.yaml": {"tasks": {"first": [{"error": "auth"}]}}}
     )
     old = _folpipe(
         {
@@ -153,8 +153,7 @@ def test_sigkill_mid_run_kills_the_tool_and_resume_takes_the_crashed_run(tmp_pat
         '{"attempt": "old"}',
     )
     assert old.returncode == 1, old.stderr  # an older failed run is on record
-    _started(root).unlink()
-    _effect(root).unlink()
+    assert not _started(root).exists()  # it failed before the tool
 
     proc = _run_until_the_tool_runs(cli_env, root, "--context", '{"attempt": "new"}')
     tool_group = int(_tool_pgid(root))
