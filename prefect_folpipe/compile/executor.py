@@ -49,7 +49,7 @@ class TreeExecutor:
         self.runners = runners
         self.tracker = tracker
         self.tags = tags
-        self.policy = ChildPolicy()
+        self.policy = ChildPolicy(plan.declared_outputs)
         self.warnings: list[str] = []
         self._failed_errors: dict[tuple[str, tuple[int, ...]], list[Any]] = {}
         """``_errors`` recorded inside a branch run that then failed, for its parent to keep

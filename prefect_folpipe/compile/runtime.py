@@ -38,6 +38,8 @@ class RunSpec:
     artifacts: ArtifactLevel = "all"
     services: Any = None
     """The Dask actor serving model calls and the ledger, when the run uses Dask."""
+    manifests: str | None = None
+    """Where checkpoint manifests go (``compile.manifest``)."""
 
     @classmethod
     def of(cls, workflow: Workflow, options: RunOptions) -> RunSpec:
@@ -49,10 +51,20 @@ class RunSpec:
             override=override_of(options),
             record=record,
             artifacts=options.artifact_level(),
+            manifests=str(manifest_dir(workflow.root_dir, options)),
         )
 
     def with_services(self, services: Any) -> RunSpec:
         return replace(self, services=services)
+
+
+def manifest_dir(root: Path, options: RunOptions) -> Path:
+    """Checkpoint manifests sit beside a folder result storage (``.folpipe/manifests`` by
+    default), else in the workflow's ``.folpipe/manifests``."""
+    storage = options.storage_for(Path(root))
+    if isinstance(storage, Path):
+        return storage.absolute().parent / "manifests"
+    return Path(root) / ".folpipe" / "manifests"
 
 
 def override_of(
