@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,8 @@ from .report import RunResult, RunTracker, reported_tasks
 from .runner import Runners
 from .signature import merge_inputs, with_input_signature
 from .tasks import flow_name
+
+LOG = logging.getLogger("prefect_folpipe.compile")
 
 
 class WorkflowFlow(Flow[..., Any]):
@@ -151,8 +154,8 @@ async def arun_workflow(
         failure = infrastructure_error(exc)
         if failure is None:
             raise
-        if sink:
-            sink[-1].error = sink[-1].error or failure
+        if sink:  # the run itself ended; Prefect could not record its end
+            LOG.warning("the run ended, but Prefect could not record it: %s", failure)
             return sink[-1]
         return not_run(workflow, context, failure)
     if sink:

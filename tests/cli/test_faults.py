@@ -370,3 +370,22 @@ def test_a_temporary_server_that_does_not_start_in_time_is_a_coded_error(tmp_pat
     _clean(proc.stderr)
     doc = json.loads(proc.stdout)
     assert doc["error"]["code"] == "FP523" and "PREFECT_API_URL" in doc["error"]["hint"]
+
+
+# ------------------------------------------------------------------- a missing required input
+
+
+def test_a_missing_required_input_fails_the_task_with_a_code_not_a_traceback(tmp_path, cli_env):
+    """Issue 11 point 4, through the CLI (it already held: this guards it)."""
+    root = write_workflow(
+        tmp_path / "wf",
+        {
+            "task.yaml": {"name": "needs", "input": {"required": ["api_base_url"]}},
+            "instructions.md": "Call {api_base_url}.",
+        },
+    )
+    proc = _folpipe(cli_env, "run", root, "--json")
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    _clean(proc.stderr)
+    [task] = json.loads(proc.stdout)["tasks"]
+    assert "FP313" in task["error"] and "api_base_url" in task["error"]
