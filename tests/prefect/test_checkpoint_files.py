@@ -96,3 +96,28 @@ def test_a_planted_checkpoint_is_a_cache_miss_never_code(
     rewritten = json.loads(target.read_bytes())
     assert rewritten["metadata"]["serializer"]["type"] == "json"
     assert stat.S_IMODE(target.stat().st_mode) == 0o600
+
+
+def test_a_storage_block_gets_the_same_check(make_workflow, run, tmp_path: Path):
+    """``RunOptions(result_storage=<block>)`` (e.g. S3): records are checked the same way."""
+    import fsspec
+    from prefect.filesystems import RemoteFileSystem
+
+    from prefect_folpipe.compile import RunOptions
+
+    bucket = f"folpipe-{tmp_path.name[-20:].replace('_', '-').lower()}"
+    block = RemoteFileSystem(basepath=f"memory://{bucket}/results")
+    block.save(bucket, overwrite=True)
+    memory = fsspec.filesystem("memory")
+    root = _workflow(make_workflow)
+    assert run(root, options=RunOptions(result_storage=block)).status == "completed"
+    [key] = [path for path in memory.ls(f"/{bucket}/results", detail=False) if "draft-" in path]
+    assert json.loads(memory.cat(key))["metadata"]["serializer"]["type"] == "json"
+    cached = run(root, options=RunOptions(result_storage=block))
+    assert cached.task("draft")["status"] == "cached"
+
+    marker = tmp_path / "owned"
+    memory.pipe(key, _pickled_record(marker))
+    again = run(root, options=RunOptions(result_storage=block))
+    assert not marker.exists()
+    assert again.task("draft")["status"] == "completed"
