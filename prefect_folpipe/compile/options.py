@@ -43,6 +43,10 @@ class RunOptions:
     """Restore children whose every pass has a checkpoint without a task run each (one
     ``Cached`` run per group shows them); ``False`` sends every pass through Prefect's own
     cache lookup (benchmarks compare the two)."""
+    resumed_from: str | None = None
+    """The run record (file name) this run resumes (``folpipe resume``)."""
+    interrupted: Any = None
+    """Set by the run when a signal stops it: the ``RunResult`` of what ran so far."""
     task_tags: bool | None = None
     """Tag every leaf task run (``folpipe``, ``workflow:``, ``provider:``, ``model:``). Each
     tagged task run costs one concurrency-limit request to the API; default from

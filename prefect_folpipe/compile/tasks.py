@@ -17,6 +17,7 @@ from ..workflow.names import slug
 from ..workflow.tree import Task
 from . import artifacts
 from .background import WRITER
+from .checkpoints import checkpoint_storage
 from .contextops import unbox
 from .leaf import LeafRef, ProcessLocal, leaf_task, task_options
 from .plan import Plan
@@ -39,7 +40,7 @@ class PrefectTasks:
     ) -> None:
         self.plan = plan
         self.tags = tags
-        self.storage = storage
+        self.storage = checkpoint_storage(storage)
         self.fresh = fresh
         self.workflow_name = workflow_name
         self.spec: RunSpec | None = None
