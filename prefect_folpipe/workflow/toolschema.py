@@ -11,7 +11,6 @@ left out of the schema.
 
 from __future__ import annotations
 
-import copy
 import functools
 import inspect
 import re
@@ -310,10 +309,19 @@ def _schema(
         ) from exc
 
 
+def _copied(node: Any) -> Any:
+    """A copy of JSON data (dicts and lists copied, leaves shared: faster than deepcopy)."""
+    if isinstance(node, dict):
+        return {key: _copied(value) for key, value in node.items()}
+    if isinstance(node, list):
+        return [_copied(value) for value in node]
+    return node
+
+
 def _renamed(base: dict[str, Any], named: Named) -> dict[str, Any] | None:
     """The shape's schema with the real names and descriptions (``None`` when a property
     already has a description of its own: pydantic decides how the two combine)."""
-    schema = copy.deepcopy(base)
+    schema = _copied(base)
     names = {f"a{index}": name for index, (name, _) in enumerate(named)}
     descriptions = {f"a{index}": text for index, (_, text) in enumerate(named)}
     properties: dict[str, Any] = {}
