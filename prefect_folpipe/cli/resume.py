@@ -38,5 +38,7 @@ def command(path: Path, as_json: bool) -> None:
             f"failed before: {', '.join(failed) or '-'}"
         )
     replies = Path(record["replies"]) if record.get("replies") else None
-    options = run_options(record.get("provider"), replies, fresh=False)
+    options = run_options(record.get("provider"), replies, fresh=bool(record.get("fresh")))
+    options.lineage = record.get("lineage") or record.get("flow_run_id")
+    options.across_runs = record.get("reuse_checkpoints")
     raise click.exceptions.Exit(execute(workflow, record.get("context") or {}, options, as_json))

@@ -135,6 +135,7 @@ def execute(workflow: Workflow, context: dict[str, Any], options: Any, as_json: 
 
     quiet_console_tracebacks()
     console = get_console()
+    start_api(as_json, root=workflow.root_dir)
     if as_json:
         with contextlib.redirect_stdout(sys.stderr):
             result = run_workflow(workflow, context, options=options)
@@ -162,12 +163,20 @@ def execute(workflow: Workflow, context: dict[str, Any], options: Any, as_json: 
     return EXIT_OK if result.status == "completed" else EXIT_FAILED
 
 
+def start_api(as_json: bool, *, root: Path | None = None) -> None:
+    """Start the temporary Prefect server (when no API is configured) before the live view,
+    with its one line on stderr; FP450 when it does not start."""
+    from ..compile.server import ensure_api
+
+    errors = get_console(stderr=True)
+    with handle_errors(json_output=as_json, root=root):
+        ensure_api(lambda line: errors.print(line, style="dim", soft_wrap=True))
+
+
 def _print_outcome(console: Any, result: Any) -> None:
-    reused = result.reused()
-    if reused:
-        console.print(
-            f"reused {len(reused)} checkpoint(s): {', '.join(p or '(root)' for p in reused)}"
-        )
+    line = checkpoint_line(result)
+    if line:
+        console.print(line)
     usage = result.usage
     console.print(
         f"{usage['model_calls']} model call(s), {usage['input_tokens']} in / "
@@ -177,6 +186,15 @@ def _print_outcome(console: Any, result: Any) -> None:
         failed = [row for row in result.tasks if row["status"] == "failed" and row["error"]]
         for row in failed[:5]:
             console.print(f"[red]✗ {row['path'] or '(root)'}[/red]: {row['error']}")
+
+
+def checkpoint_line(result: Any) -> str | None:
+    """``7 of 9 tasks from checkpoints (--fresh to re-run)``, when any task was reused."""
+    ran = [row for row in result.tasks if row["status"] in ("completed", "cached", "failed")]
+    reused = sum(1 for row in ran if row["status"] == "cached")
+    if not reused:
+        return None
+    return f"{reused} of {len(ran)} tasks from checkpoints (--fresh to re-run)"
 
 
 def run_options(

@@ -24,6 +24,7 @@ from .plan import Plan
 from .policy import ChildPolicy
 from .report import RunTracker
 from .runner import Runners
+from .server import SETTLE
 from .tags import RunTags
 from .tasks import PrefectTasks
 
@@ -71,6 +72,7 @@ class TreeExecutor:
             "scope": list(scope.iteration),
         }
         state = await runner.run(self.tasks.leaf(task, phase), parameters, wait_for)
+        SETTLE.expect(state)
         outcome = await settle_pass(task, state)
         await runner.report(task, state, outcome, self.tracker)
         return outcome
@@ -164,6 +166,8 @@ class TreeExecutor:
         if wait_for:
             call["wait_for"] = list(wait_for)
         state = await self.tasks.branch(task)(**call)
+        if not subflow:
+            SETTLE.expect(state)
         if state.is_completed():
             value = await state.aresult()
             return Outcome(value["status"], dict(value["delta"]), handle=state)

@@ -37,6 +37,9 @@ def save_run_record(
         "context": dict(context or {}),
         "provider": options.provider,
         "replies": str(options.replies) if options.replies else None,
+        "fresh": options.fresh,
+        "reuse_checkpoints": options.across_runs,
+        "lineage": options.lineage or result.flow_run_id,
         "tasks": [{"path": row["path"], "status": row["status"]} for row in result.tasks],
     }
     target = runs_dir(workflow.root_dir) / f"{now:%Y%m%dT%H%M%S%f}-{uuid.uuid4().hex[:6]}.json"

@@ -81,6 +81,12 @@ def _thaw(value: Any) -> Any:
 @cache
 def _effective(settings: Any, retry_on: tuple[str, ...] | None, security: Any) -> EffectiveSettings:
     values = {k: v for k, v in _thaw(settings).items() if v is not None}
+    if isinstance(values.get("cache"), dict):  # cache: {across_runs, ttl} means cache on
+        scope = values.pop("cache")
+        values["cache"] = True
+        values["cache_across_runs"] = scope.get("across_runs")
+        if scope.get("ttl") is not None:
+            values["cache_expiration"] = scope["ttl"]
     if values.get("timeout") == NO_LIMIT:
         values.pop("timeout")
     for key in ("retry_delay_seconds", "tags"):

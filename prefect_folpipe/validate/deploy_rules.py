@@ -171,8 +171,16 @@ def declared_inputs(config: TaskConfig) -> tuple[str, ...]:
 
 
 # parameters every folpipe flow accepts besides the declared inputs
-FLOW_PARAMETERS = ("context",)
-GENERIC_FLOW_PARAMETERS = ("path", "context", "fresh", "provider", "replies", "result_storage")
+FLOW_PARAMETERS = ("context", "fresh", "reuse_checkpoints")
+GENERIC_FLOW_PARAMETERS = (
+    "path",
+    "context",
+    "fresh",
+    "reuse_checkpoints",
+    "provider",
+    "replies",
+    "result_storage",
+)
 
 
 def deploy_block_problems(config: TaskConfig) -> list[Problem]:
