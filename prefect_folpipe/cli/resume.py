@@ -1,36 +1,136 @@
-"""``folpipe resume PATH``: re-run the last failed run of a workflow from its checkpoints.
+"""``folpipe resume PATH``: take up the last failed run of a workflow from its checkpoints.
 
-It repeats the recorded run's context and provider override; every task whose checkpoint is
-still valid is reused (reported ``cached``), so only failed, skipped and changed tasks run.
+* With ``PREFECT_API_URL`` set and a failed or crashed **deployment** run (the latest, or
+  ``--flow-run ID``), the run is retried through the API as the UI's Retry does: the same flow
+  run goes back to Scheduled, the deployment's work pool runs it, and every task it finished
+  comes back Cached (``--watch`` waits for the outcome).
+* Otherwise the recorded local run is run again here, with its context, provider override
+  and checkpoint lineage: every task whose checkpoint is still valid is reused (reported
+  ``cached``), so only failed, skipped and changed tasks run.
 """
 
 from __future__ import annotations
 
+import asyncio
+from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import click
 
 from ..errors import ConfigError
-from ._render import get_console, handle_errors
+from ._render import EXIT_FAILED, EXIT_OK, get_console, handle_errors, print_json
 from .run import execute, load, run_options
+
+WATCH_TIMEOUT_S = 24 * 3600.0
+
+
+def api_configured() -> bool:
+    from prefect.settings import get_current_settings
+
+    return bool(get_current_settings().api.url)
+
+
+def through_api(coroutine: Any) -> Any:
+    """Run one API conversation; an unreachable server is FP616, not a traceback."""
+    import httpx
+
+    try:
+        return asyncio.run(coroutine)
+    except (httpx.HTTPError, OSError) as exc:
+        raise ConfigError(
+            f"cannot reach the Prefect API: {exc}",
+            code="FP616",
+            hint="is the server running? check PREFECT_API_URL (unset it to resume locally)",
+        ) from None
+
+
+def _record_time(record: dict[str, Any]) -> float:
+    for key in ("started_at", "finished_at"):
+        with_time = record.get(key)
+        if with_time:
+            try:
+                return datetime.fromisoformat(with_time).timestamp()
+            except ValueError:
+                continue
+    return 0.0
+
+
+def _local_record(root: Path, flow_run_id: str | None) -> dict[str, Any] | None:
+    from ..compile.runs import last_failed_run, list_runs
+
+    if flow_run_id is None:
+        return last_failed_run(root)
+    found = [r for r in list_runs(root) if str(r.get("flow_run_id")) == flow_run_id]
+    return found[-1] if found else None
+
+
+def choose(workflow: Any, flow_run_id: str | None) -> tuple[str, Any]:
+    """``("api", Resumable)`` for a deployment run the API can retry, else ``("local",
+    record)``; FP404 when there is nothing to resume."""
+    record = _local_record(workflow.root_dir, flow_run_id)
+    if api_configured():
+        from ..deploy.resume import latest_failed_run, read_run
+
+        if flow_run_id is not None and record is None:
+            run = through_api(read_run(flow_run_id))
+            if run.via_api:
+                return "api", run
+        elif flow_run_id is None:
+            run = through_api(latest_failed_run(workflow))
+            if run is not None and run.via_api and (
+                record is None or run.started >= _record_time(record)
+            ):
+                return "api", run
+    if record is None:
+        which = f"run {flow_run_id}" if flow_run_id else "the last recorded run"
+        raise ConfigError(
+            f"nothing to resume: {which} of {workflow.root_dir} did not fail here",
+            code="FP404",
+            hint="run it with `folpipe run PATH`; resume takes up a failed run (a deployment's "
+            "run through the Prefect API when PREFECT_API_URL is set)",
+        )
+    return "local", record
+
+
+def resume_through_api(run: Any, *, watch: bool, as_json: bool) -> int:
+    """Retry the deployment's run through the API; with ``watch``, wait for its outcome."""
+    from ..deploy.resume import retry_through_api, wait_until_final
+
+    retried = through_api(retry_through_api(run))
+    console = get_console(stderr=as_json)
+    console.print(
+        f"resuming flow run {run.name} ({run.flow_run_id}), {run.state}, through the Prefect API:"
+        f" deployment {retried['deployment']!r} runs it again on work pool "
+        f"{retried['work_pool']!r}; the tasks it finished come back from checkpoints",
+        soft_wrap=True,
+    )
+    code = EXIT_OK
+    if watch:
+        state = through_api(wait_until_final(run.flow_run_id, WATCH_TIMEOUT_S))
+        retried["state"] = state.name if state is not None else "Unknown"
+        console.print(f"flow run {run.name}: {retried['state']}")
+        code = EXIT_OK if state is not None and state.is_completed() else EXIT_FAILED
+    if as_json:
+        print_json({"resumed": "api", **retried})
+    return code
 
 
 @click.command(name="resume")
 @click.argument("path", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--flow-run", "flow_run_id", help="Resume this flow run (id), not the latest.")
+@click.option(
+    "--watch", is_flag=True, help="Through the API: wait until the retried run ends (exit 0/1)."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
-def command(path: Path, as_json: bool) -> None:
-    """Re-run the last failed run of the workflow at PATH, reusing its checkpoints."""
-    from ..compile.runs import last_failed_run
-
+def command(path: Path, flow_run_id: str | None, watch: bool, as_json: bool) -> None:
+    """Take up the last failed run of the workflow at PATH, reusing its checkpoints."""
     with handle_errors(json_output=as_json, root=path):
         workflow = load(path)
-        record = last_failed_run(workflow.root_dir)
-        if record is None:
-            raise ConfigError(
-                f"nothing to resume: the last recorded run of {path} did not fail",
-                code="FP404",
-                hint="run it with `folpipe run PATH`; resume only re-runs a failed run",
-            )
+        how, target = choose(workflow, flow_run_id)
+        if how == "api":
+            raise click.exceptions.Exit(resume_through_api(target, watch=watch, as_json=as_json))
+    record = target
     if not as_json:
         failed = [t["path"] or "(root)" for t in record.get("tasks", []) if t["status"] == "failed"]
         get_console().print(

@@ -21,6 +21,7 @@ from .plan import Plan
 from .runtime import RunSpec
 from .tags import RunTags, tag_task_run
 
+ALL_CACHED = "every task below reused its checkpoint"
 FLOW_NAME_FORBIDDEN = str.maketrans({c: "-" for c in "/%&><"})
 
 
@@ -106,5 +107,5 @@ async def run_branch(
     tag_task_run(TaskRunContext.get(), executor.tags.late(task, "branch"))
     value = await executor.execute_branch(task, unbox(context), scope)
     if value["status"] == "cached":  # every task below came from checkpoints: say so in the UI
-        return Completed(name="Cached", message="every task below reused its checkpoint", data=value)
+        return Completed(name="Cached", message=ALL_CACHED, data=value)
     return value
