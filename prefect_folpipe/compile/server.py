@@ -44,6 +44,8 @@ FIRST_START_TIMEOUT_S = 180
 on a busy 2-core machine; Prefect's default is 20 s). A server that dies fails at once."""
 SETTLE_TIMEOUT_S = 20.0
 """How long process exit waits for the temporary server to record the runs' task runs."""
+STALL_S = 5.0
+"""... and how long without any of them being recorded (a state the server sees otherwise)."""
 RESTART_CODE = 3
 """Exit code of a temporary server whose port was taken (Prefect retries on another port) or
 whose start-up failed (e.g. its database cannot be opened): uvicorn says 3 for both."""
@@ -213,8 +215,10 @@ def _wait_recorded(api_url: str, expected: dict[str, tuple[str, str]], deadline:
     import httpx
 
     pending = dict(expected)
+    progress = time.monotonic()
     with httpx.Client(base_url=api_url, timeout=5.0) as client:
         while pending:
+            before = len(pending)
             for chunk in _chunks(list(pending), 200):
                 try:
                     response = client.post(
@@ -229,7 +233,10 @@ def _wait_recorded(api_url: str, expected: dict[str, tuple[str, str]], deadline:
                     state = run.get("state") or {}
                     if (state.get("type"), state.get("name")) == pending.get(run["id"]):
                         pending.pop(run["id"])
-            if not pending or time.monotonic() >= deadline:
+            now = time.monotonic()
+            if len(pending) < before:
+                progress = now
+            if not pending or now >= deadline or now - progress > STALL_S:
                 break
             time.sleep(0.2)
     if pending:

@@ -105,7 +105,7 @@ async def run_branch(
     executor = live.value
     task = executor.plan.task(path)
     tag_task_run(TaskRunContext.get(), executor.tags.late(task, "branch"))
-    value = await executor.execute_branch(task, unbox(context), scope)
-    if value["status"] == "cached":  # every task below came from checkpoints: say so in the UI
-        return Completed(name="Cached", message=ALL_CACHED, data=value)
-    return value
+    outcome = await executor.execute_branch(task, unbox(context), scope)
+    if outcome.status == "cached":  # every task below came from checkpoints: say so in the UI
+        return Completed(name="Cached", message=ALL_CACHED, data=outcome)
+    return outcome
