@@ -202,6 +202,13 @@ class RemoteRuntime(PassRuntime):
             self.workflow.name, task, phase, label, outcome, payload
         )
 
+    async def publish_failure(
+        self, task: Task, phase: str, label: str, error: BaseException, attempt: int
+    ) -> None:
+        await artifacts.write_failure_artifact(
+            self.workflow.name, task, phase, label, error, attempt
+        )
+
 
 def remote_runtime(spec: RunSpec) -> RemoteRuntime:
     """The runtime of a run's passes in this (worker) process, rebuilt from its spec once."""

@@ -90,18 +90,24 @@ async def execute_pass(
     task = runtime.task(ref.path)
     task_run = TaskRunContext.get()
     tag_task_run(task_run, ref.late_tags)
-    await runtime.attempt(task, task_run.task_run.run_count if task_run else 1)
-    provider = runtime.services.provider_for(task) if task.runs_agent else None
-    outcome = await runtime.runner(
-        task,
-        runtime.workflow,
-        context,
-        provider=provider,
-        phase=ref.phase,
-        iteration=scope[-1] if scope else None,
-        logger=get_run_logger(),
-        ledger=runtime.services.ledger,
-    )
+    attempt = task_run.task_run.run_count if task_run else 1
+    await runtime.attempt(task, attempt)
+    try:
+        provider = runtime.services.provider_for(task) if task.runs_agent else None
+        outcome = await runtime.runner(
+            task,
+            runtime.workflow,
+            context,
+            provider=provider,
+            phase=ref.phase,
+            iteration=scope[-1] if scope else None,
+            logger=get_run_logger(),
+            ledger=runtime.services.ledger,
+        )
+    except Exception as exc:  # a failed task's report is where one is needed most
+        if runtime.artifact_level == "all":
+            await runtime.publish_failure(task, ref.phase, label, exc, attempt)
+        raise
     WRITER.touch()
     payload = payload_of(outcome)
     check_serialisable(task, payload)
