@@ -47,7 +47,7 @@ class TreeExecutor:
         self.runners = runners
         self.tracker = tracker
         self.tags = tags
-        self.policy = ChildPolicy()
+        self.policy = ChildPolicy(plan.declared_outputs)
         self.warnings: list[str] = []
 
     async def run_target(self, target: Task, context: dict[str, Any]) -> Outcome:

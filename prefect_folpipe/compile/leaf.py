@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 from prefect import Task as PrefectTask
@@ -28,6 +29,7 @@ from ..workflow.tree import Task
 from .background import WRITER
 from .cache import cache_key
 from .contextops import unbox
+from .manifest import key_parts, write_manifest
 from .passes import PassRuntime, Payload, check_serialisable, payload_of
 from .plan import NodePlan
 from .retry import retry_delays, retry_on_of, should_retry
@@ -111,6 +113,9 @@ async def execute_pass(
     WRITER.touch()
     payload = payload_of(outcome)
     check_serialisable(task, payload)
+    shared = ref.run.checkpoints.shared(task)  # a lineage-only checkpoint is no one's next
+    if task.settings.cache and runtime.spec.manifests and shared:
+        record_pass(runtime, task, ref.phase, tuple(scope or ()), context, payload)
     runtime.charge(task, payload)
     if task.settings.cache and ref.run.checkpoints.refreshes_shared(task):
         await refresh_shared(runtime, ref, task, context, scope, payload)
@@ -162,6 +167,30 @@ async def refresh_shared(
         await run_context.result_store.awrite(payload, key=key, expiration=expiration)
     except Exception as exc:  # the run's own checkpoint is written; this one is a courtesy
         get_run_logger().warning("could not refresh the shared checkpoint %s: %s", key, exc)
+
+
+def record_pass(
+    runtime: PassRuntime,
+    task: Task,
+    phase: str,
+    iteration: tuple[int, ...],
+    context: Mapping[str, Any],
+    payload: Payload,
+) -> None:
+    """Write the pass's checkpoint manifest (what its key covered), for ``folpipe plan``."""
+    salt = runtime.salt(task)
+    key = cache_key(
+        task, runtime.identity(task), context, iteration=iteration, phase=phase, salt=salt
+    )
+    write_manifest(
+        Path(runtime.spec.manifests or runtime.spec.root_dir),
+        task,
+        phase=phase,
+        iteration=iteration,
+        key=key,
+        parts=key_parts(task, context, phase=phase, salt=salt),
+        delta=payload.get("delta") or {},
+    )
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ The group's ``on_error`` is applied afterwards by the strategies in ``compile.gr
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from ..expressions import Condition, compile_condition
@@ -18,8 +18,9 @@ from .groups import Outcome
 class ChildPolicy:
     """Evaluates ``conditions.skip_if`` (each compiled once per run) and ``on_failure``."""
 
-    def __init__(self) -> None:
+    def __init__(self, declared_outputs: Collection[str] = ()) -> None:
         self._conditions: dict[str, Condition] = {}
+        self.declared_outputs = declared_outputs
 
     def should_skip(self, task: Task, context: Mapping[str, Any]) -> bool:
         expression = task.config.conditions.skip_if
@@ -30,8 +31,7 @@ class ChildPolicy:
             condition = self._conditions[task.path] = compile_condition(expression)
         return bool(condition.evaluate(context))
 
-    @staticmethod
-    def on_failure(task: Task, result: Outcome, iteration: int | None) -> Outcome:
+    def on_failure(self, task: Task, result: Outcome, iteration: int | None) -> Outcome:
         """Task-level ``on_failure`` (skip | use_default) before the group's ``on_error``."""
         mode = task.config.on_failure
         if result.status != "failed" or mode == "fail":
@@ -39,6 +39,7 @@ class ChildPolicy:
         entry = error_entry(task, result.error or "failed", iteration)
         delta: dict[str, Any] = {}
         if mode == "use_default":
-            delta = answer_delta(task, task.config.default_output or {})
+            default = task.config.default_output or {}
+            delta = answer_delta(task, default, declared=self.declared_outputs)
         delta[ERRORS_KEY] = [entry]
         return Outcome("failed", delta, result.error, handle=result.handle, handled=True)
