@@ -70,18 +70,9 @@ def choose(workflow: Any, flow_run_id: str | None) -> tuple[str, Any]:
     record)``; FP404 when there is nothing to resume."""
     record = _local_record(workflow.root_dir, flow_run_id)
     if api_configured():
-        from ..deploy.resume import latest_failed_run, read_run
-
-        if flow_run_id is not None and record is None:
-            run = through_api(read_run(flow_run_id))
-            if run.via_api:
-                return "api", run
-        elif flow_run_id is None:
-            run = through_api(latest_failed_run(workflow))
-            if run is not None and run.via_api and (
-                record is None or run.started >= _record_time(record)
-            ):
-                return "api", run
+        run = _api_candidate(workflow, flow_run_id, has_record=record is not None)
+        if run is not None and run.via_api and _newer(run, record):
+            return "api", run
     if record is None:
         which = f"run {flow_run_id}" if flow_run_id else "the last recorded run"
         raise ConfigError(
@@ -91,6 +82,28 @@ def choose(workflow: Any, flow_run_id: str | None) -> tuple[str, Any]:
             "run through the Prefect API when PREFECT_API_URL is set)",
         )
     return "local", record
+
+
+def _api_candidate(workflow: Any, flow_run_id: str | None, *, has_record: bool) -> Any:
+    """The run the API would retry: ``--flow-run ID``, else the folder's latest failed one."""
+    from ..deploy.resume import latest_failed_run, read_run
+
+    if flow_run_id is None:
+        return through_api(latest_failed_run(workflow))
+    try:
+        return through_api(read_run(flow_run_id))
+    except ConfigError:
+        if has_record:  # a local run the API does not know (another history): local resume
+            return None
+        raise
+
+
+def _newer(run: Any, record: dict[str, Any] | None) -> bool:
+    """The API's run is the one to take up: no local record, the record is of that very run
+    (a deployment's flow run records itself too), or the record is older."""
+    if record is None or str(record.get("flow_run_id")) == run.flow_run_id:
+        return True
+    return run.started >= _record_time(record)
 
 
 def resume_through_api(run: Any, *, watch: bool, as_json: bool) -> int:

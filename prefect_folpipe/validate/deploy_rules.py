@@ -215,6 +215,11 @@ def deploy_block_problems(config: TaskConfig) -> list[Problem]:
     return problems
 
 
+def is_scheduler_address(text: str) -> bool:
+    """``tcp://host:8786``-like: a scheme, then a host."""
+    return re.match(r"^[a-z][a-z0-9+]*://[^/\s]+", text) is not None
+
+
 def task_runner_problems(config: TaskConfig) -> list[Problem]:
     """Scale-out settings: ``task_runner: dask`` needs prefect-dask; addresses need a scheme."""
     settings = config.settings
@@ -229,7 +234,7 @@ def task_runner_problems(config: TaskConfig) -> list[Problem]:
             )
         )
     address = settings.dask_address
-    if address is not None and not re.match(r"^[a-z][a-z0-9+]*://[^/\s]+", address):
+    if address is not None and not is_scheduler_address(address):
         problems.append(
             Problem(
                 "FP608",
