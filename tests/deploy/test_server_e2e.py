@@ -44,7 +44,7 @@ def test_deploy_schedule_work_and_resume_on_a_real_server(
     ok(server.run([PREFECT, "work-pool", "create", POOL, "--type", "process"]))
     via_api, resumable, generic = (copy_workflow(tmp_path, n) for n in ("api", "resume", "gen"))
 
-    # 1. folpipe deploy through Prefect's API (its schedule comes later, see 6.)
+    # 1. folpipe deploy through Prefect's API
     args = ["deploy", str(via_api), "--name", "api", "--pool", POOL, "--param", "topic=alpha"]
     deployed = json.loads(ok(server.run([FOLPIPE, *args, "--json"])).stdout)
     assert deployed["full_name"] == "report/api"
@@ -79,7 +79,7 @@ def test_deploy_schedule_work_and_resume_on_a_real_server(
     bad = server.run([PREFECT, "deployment", "run", "report/api", "--param", "pages=three"])
     assert bad.returncode != 0
     manual = trigger(server, "report/api", "topic=gamma", "pages=3")
-    with_defaults = trigger(server, "report/api")  # topic=alpha, as the schedule will run it
+    with_defaults = trigger(server, "report/api")  # topic=alpha: the deployment's default
     via_generic = trigger(server, "folpipe-run/gen")
     from_yaml = trigger(server, "report/yaml")
     doomed = trigger(server, "report/resume")
@@ -99,16 +99,21 @@ def test_deploy_schedule_work_and_resume_on_a_real_server(
     seen = evidence(via_api, manual)
     assert (seen["topic"], seen["audience"], seen["pages"]) == ("gamma", "engineers", 3)
     assert "gamma" in str(seen["research"])
+    assert evidence(via_api, with_defaults)["topic"] == "alpha"
     assert evidence(via_yaml, from_yaml)["topic"] == "beta"
     assert evidence(generic, via_generic)["topic"] == "zeta"
     assert task_run_states(server, via_generic, DONE) == DONE
     failed_write = {"research": "Completed", "write": "Failed"}
     assert task_run_states(server, doomed, failed_write) == failed_write
 
-    # 6. a schedule fires: its run re-runs every task, though `with_defaults` had its inputs
-    args = ["deploy", str(via_api), "--name", "api", "--pool", POOL, "--param", "topic=alpha"]
+    # 6. a schedule fires: its run re-runs every task, though a local run of the folder with
+    # the same inputs left checkpoints that the next local run reuses
+    local = ["run", str(via_api), "--context", '{"topic": "alpha", "audience": "engineers"}']
+    ok(server.run([FOLPIPE, *local]))
+    assert "3 of 3 tasks from checkpoints" in ok(server.run([FOLPIPE, *local])).stdout
+    args = ["deploy", str(via_api), "--name", "nightly", "--pool", POOL, "--param", "topic=alpha"]
     ok(server.run([FOLPIPE, *args, "--interval", "15"]))
-    scheduled = keep_first_scheduled_run(server, "report/api")
+    scheduled = keep_first_scheduled_run(server, "report/nightly")
 
     # 7. folpipe resume retries the failed deployment run itself, through the API
     marker.unlink()
