@@ -51,10 +51,10 @@ def test_the_docs_mark_their_runnable_commands() -> None:
     assert {"README.md", "docs/running.md", "docs/deploy.md"} <= files, files
 
 
-@pytest.fixture(scope="module")
-def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A copy of what the commands read, outside the repository."""
-    root = tmp_path_factory.mktemp("docs")
+@pytest.fixture
+def scratch(tmp_path: Path) -> Path:
+    """A copy of what the commands read, outside the repository (one per block)."""
+    root = tmp_path
     for folder in ("examples", "deployments"):
         shutil.copytree(REPO / folder, root / folder, ignore=shutil.ignore_patterns(".folpipe"))
     return root
