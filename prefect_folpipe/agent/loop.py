@@ -30,6 +30,7 @@ from ..messages import (
     message_to_dict,
 )
 from ..providers.base import Provider
+from ..workflow.redaction import mask_exception
 from ..workflow.tree import Task
 from .output import check_output, output_schema, repair_prompt
 from .result import attach_report
@@ -44,8 +45,9 @@ class CallLedger(Protocol):
 
     ``before_call`` runs before every model call and raises ``errors.BudgetExceeded`` to stop
     it; ``after_call`` is told the call's usage and the model that answered, and may return
-    the call's cost (a float) to add to ``TaskOutcome.cost``. Either may be a coroutine
-    function.
+    the call's cost (a float) to add to ``TaskOutcome.cost``. A ledger may also define
+    ``failed_call(task)``, told of every call that raised (it counts as a model call with no
+    tokens). Any of them may be a coroutine function.
     """
 
     def before_call(self, task: Task) -> Any: ...
@@ -137,10 +139,8 @@ def _report(exc: BaseException, agent: AgentPass, convo: Conversation) -> None:
 
 def _mask_secrets(exc: ProviderError) -> None:
     """A provider's message may echo a request header or key (a custom adapter, a proxy):
-    mask secret-looking environment values before Prefect logs or stores the error."""
-    from ..tools.redact import redact_secrets
-
-    exc.args = tuple(redact_secrets(a) if isinstance(a, str) else a for a in exc.args)
+    mask it through the redaction registry before Prefect logs or stores the error."""
+    mask_exception(exc)
 
 
 async def _run(agent: AgentPass, convo: Conversation) -> None:
@@ -179,7 +179,16 @@ async def _call_model(
     request = build_request(agent, tuple(convo.messages), definitions)
     if agent.ledger is not None:
         await _maybe_await(agent.ledger.before_call(agent.task))
-    response = await agent.provider.complete(request)
+    try:
+        response = await agent.provider.complete(request)
+    except Exception:
+        # an attempt that failed (auth, rate limit, server error, ...) is still a model call:
+        # counted, with no tokens (the provider reported none)
+        convo.model_calls += 1
+        failed = getattr(agent.ledger, "failed_call", None)
+        if failed is not None:
+            await _maybe_await(failed(agent.task))
+        raise
     convo.model_calls += 1
     (agent.logger or LOG).info(
         "model call %d: %d in / %d out tokens, %d tool call(s)",

@@ -1,12 +1,16 @@
-"""``folpipe resume PATH``: take up the last failed run of a workflow from its checkpoints.
+"""``folpipe resume PATH``: finish the latest run of a workflow that did not complete.
 
 * With ``PREFECT_API_URL`` set and a failed or crashed **deployment** run (the latest, or
   ``--flow-run ID``), the run is retried through the API as the UI's Retry does: the same flow
   run goes back to Scheduled, the deployment's work pool runs it, and every task it finished
   comes back Cached (``--watch`` waits for the outcome).
-* Otherwise the recorded local run is run again here, with its context, provider override
-  and checkpoint lineage: every task whose checkpoint is still valid is reused (reported
-  ``cached``), so only failed, skipped and changed tasks run.
+* Otherwise the local run is taken up here. Every run records itself as it starts and again
+  as it ends (``.folpipe/runs/``), so a run that failed, was interrupted (SIGINT, SIGTERM) or
+  crashed with its process (SIGKILL, OOM) is on record. ``resume`` takes the latest of them
+  that was not completed since (or ``--flow-run ID``), says which one it took, and runs it
+  again with that run's own context, provider override and checkpoint lineage: every task
+  whose checkpoint is still valid is reused (reported ``cached``), so only what did not
+  finish runs.
 """
 
 from __future__ import annotations
@@ -57,10 +61,10 @@ def _record_time(record: dict[str, Any]) -> float:
 
 
 def _local_record(root: Path, flow_run_id: str | None) -> dict[str, Any] | None:
-    from ..compile.runs import last_failed_run, list_runs
+    from ..compile.runs import list_runs, resumable_run
 
     if flow_run_id is None:
-        return last_failed_run(root)
+        return resumable_run(root)
     found = [r for r in list_runs(root) if str(r.get("flow_run_id")) == flow_run_id]
     return found[-1] if found else None
 
@@ -74,12 +78,17 @@ def choose(workflow: Any, flow_run_id: str | None) -> tuple[str, Any]:
         if run is not None and run.via_api and _newer(run, record):
             return "api", run
     if record is None:
-        which = f"run {flow_run_id}" if flow_run_id else "the last recorded run"
+        which = (
+            f"run {flow_run_id} of {workflow.root_dir} is not recorded here"
+            if flow_run_id
+            else f"every recorded run of {workflow.root_dir} completed (or none is recorded)"
+        )
         raise ConfigError(
-            f"nothing to resume: {which} of {workflow.root_dir} did not fail here",
+            f"nothing to resume: {which}",
             code="FP404",
-            hint="run it with `folpipe run PATH`; resume takes up a failed run (a deployment's "
-            "run through the Prefect API when PREFECT_API_URL is set)",
+            hint="run it with `folpipe run PATH`; resume finishes a run that failed, was "
+            "interrupted or crashed (a deployment's run through the Prefect API when "
+            "PREFECT_API_URL is set)",
         )
     return "local", record
 
@@ -129,6 +138,23 @@ def resume_through_api(run: Any, *, watch: bool, as_json: bool) -> int:
     return code
 
 
+def describe(record: dict[str, Any]) -> str:
+    """One line naming the run ``resume`` took and what did not finish in it."""
+    done = ("completed", "cached", "skipped")
+    unfinished = [
+        t["path"] for t in record.get("tasks", []) if t.get("path") and t.get("status") not in done
+    ]
+    when = record.get("started_at") or record.get("finished_at") or "?"
+    line = (
+        f"resuming run {record.get('flow_run_id') or Path(record['file']).stem} "
+        f"(started {when}, {record.get('status')})"
+    )
+    if record.get("error"):
+        line += f": {record['error']}"
+    listed = ", ".join(unfinished) or ("-" if record.get("tasks") else "not recorded")
+    return f"{line}; not finished: {listed}"
+
+
 @click.command(name="resume")
 @click.argument("path", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--flow-run", "flow_run_id", help="Resume this flow run (id), not the latest.")
@@ -137,21 +163,20 @@ def resume_through_api(run: Any, *, watch: bool, as_json: bool) -> int:
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 def command(path: Path, flow_run_id: str | None, watch: bool, as_json: bool) -> None:
-    """Take up the last failed run of the workflow at PATH, reusing its checkpoints."""
+    """Finish the latest run of the workflow at PATH that did not complete (failed,
+    interrupted or crashed), reusing its checkpoints; a deployment's failed or crashed run is
+    retried through the Prefect API when PREFECT_API_URL is set."""
     with handle_errors(json_output=as_json, root=path):
         workflow = load(path)
         how, target = choose(workflow, flow_run_id)
         if how == "api":
             raise click.exceptions.Exit(resume_through_api(target, watch=watch, as_json=as_json))
     record = target
-    if not as_json:
-        failed = [t["path"] or "(root)" for t in record.get("tasks", []) if t["status"] == "failed"]
-        get_console().print(
-            f"resuming run {record.get('flow_run_id')} ({record.get('finished_at')}); "
-            f"failed before: {', '.join(failed) or '-'}"
-        )
+    # --json keeps stdout for the one document: the choice is said on stderr
+    get_console(stderr=as_json).print(describe(record), highlight=False, soft_wrap=True)
     replies = Path(record["replies"]) if record.get("replies") else None
     options = run_options(record.get("provider"), replies, fresh=bool(record.get("fresh")))
     options.lineage = record.get("lineage") or record.get("flow_run_id")
     options.across_runs = record.get("reuse_checkpoints")
+    options.resumed_from = Path(record["file"]).name
     raise click.exceptions.Exit(execute(workflow, record.get("context") or {}, options, as_json))

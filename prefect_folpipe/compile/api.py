@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -13,20 +14,23 @@ from prefect.context import FlowRunContext
 from prefect.states import Failed
 from prefect.utilities.asyncutils import run_coro_as_sync
 
-from ..errors import ConfigError, WorkflowFailed
+from ..errors import ConfigError, InfrastructureError, WorkflowFailed
 from ..workflow.config import TaskConfig
 from ..workflow.tree import Workflow
 from .build import preflight, run_root
 from .contextops import describe_error
+from .ephemeral import guard_temporary_server
+from .infra import infrastructure_error
 from .leaf import ProcessLocal
 from .options import RunOptions
 from .plan import build_plan
-from .report import RunResult
+from .report import RunResult, RunTracker, reported_tasks
 from .runner import Runners
-from .runs import save_run_record
 from .server import ensure_api
 from .signature import complete_call, merge_inputs, with_input_signature
 from .tasks import flow_name
+
+LOG = logging.getLogger("prefect_folpipe.compile")
 
 
 class WorkflowFlow(Flow[..., Any]):
@@ -42,7 +46,7 @@ class WorkflowFlow(Flow[..., Any]):
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self.root_config is not None:
             complete_call(self.root_config, args, kwargs)
-        if FlowRunContext.get() is None:  # a top-level run: its API first (FP450)
+        if FlowRunContext.get() is None:  # a top-level run: its API first (FP523)
             ensure_api()
         result = super().__call__(*args, **kwargs)
         if asyncio.iscoroutine(result) and not _loop_running():
@@ -106,11 +110,9 @@ async def _flow_body(live: ProcessLocal, context: dict[str, Any] | None, inputs:
     workflow, options, sink = live.value
     options = with_run_parameters(options, inputs)
     context = merge_inputs(context, inputs) if inputs else context
-    result = await run_root(workflow, context, options)
+    result = await run_root(workflow, context, options)  # it keeps the run record
     if sink is not None:
         sink.append(result)
-    if options.keep_run_record and not options.only:
-        save_run_record(workflow, result, context, options)
     return flow_return(workflow, result)
 
 
@@ -126,6 +128,17 @@ def with_run_parameters(options: RunOptions, parameters: dict[str, Any]) -> RunO
         fresh=options.fresh or fresh,
         across_runs=options.across_runs if reuse is None else bool(reuse),
     )
+
+
+def not_run(
+    workflow: Workflow, context: Mapping[str, Any] | None, error: BaseException
+) -> RunResult:
+    """The report of a run that never started (every task ``skipped``, ``error`` says why)."""
+    tracker = RunTracker(reported_tasks(build_plan(workflow)))
+    rows = tracker.rows()
+    for row in rows:
+        row["error"] = row["error"] or f"not run: {error}"
+    return RunResult("failed", dict(context or {}), rows, workflow=workflow.name, error=error)
 
 
 def folder_to_flow(
@@ -157,13 +170,26 @@ async def arun_workflow(
     workflow = path if isinstance(path, Workflow) else load(path)
     try:
         await preflight(workflow, options)
-        if FlowRunContext.get() is None:
-            await asyncio.to_thread(ensure_api)
     except ConfigError as exc:
         return RunResult("failed", dict(context or {}), [], workflow=workflow.name, error=exc)
+    if FlowRunContext.get() is None:
+        try:
+            await asyncio.to_thread(ensure_api)
+        except InfrastructureError as exc:  # FP523: the temporary server did not start
+            return not_run(workflow, context, exc)
     sink: list[RunResult] = []
     flow = make_flow(workflow, options, sink)
-    state = await flow(context=dict(context or {}), return_state=True)
+    guard_temporary_server()
+    try:
+        state = await flow(context=dict(context or {}), return_state=True)
+    except Exception as exc:  # the Prefect API failed: a coded error, not a traceback
+        failure = infrastructure_error(exc)
+        if failure is None:
+            raise
+        if sink:  # the run itself ended; Prefect could not record its end
+            LOG.warning("the run ended, but Prefect could not record it: %s", failure)
+            return sink[-1]
+        return not_run(workflow, context, failure)
     if sink:
         return sink[-1]
     error = await state.aresult(raise_on_failure=False)

@@ -19,7 +19,7 @@ from typing import Any
 from prefect.context import FlowRunContext
 
 from ..agent import run_task
-from ..errors import ConfigError, MissingInputError, ProviderError
+from ..errors import ConfigError, MissingInputError, ProviderError, RunInterrupted
 from ..workflow.names import slug
 from ..workflow.tree import Task, Workflow
 from . import artifacts
@@ -27,11 +27,14 @@ from .background import END_HOLD_S, WRITER
 from .contextops import child_context, describe_error, merge_delta, plain, seed_context
 from .executor import LOG, TreeExecutor
 from .groups import Outcome
+from .infra import interruption
 from .options import RunOptions
 from .passes import FlowRuntime
 from .plan import Plan, build_plan
+from .recovery import settle_crashed_runs
 from .report import RunResult, RunTracker, reported_tasks
 from .runner import Runners
+from .runs import RunRecord
 from .runtime import ModelServices, RunSpec, Services
 from .scope import CheckpointScope
 from .server import SETTLE
@@ -143,6 +146,9 @@ async def run_root(
     SETTLE.arm()
     run = WorkflowRun(workflow, options)
     flow_run_id, _ = await asyncio.gather(_tag_flow_run(run.tags.of()), run.tags.read_limits())
+    record = await _start_record(workflow, context, options, flow_run_id)
+    if record is not None:
+        record.follow(run.tracker)
     target = _target(workflow, options)
     seeded = seed_context(workflow, context)
     started = time.monotonic()
@@ -157,12 +163,46 @@ async def run_root(
         outcome = Outcome("failed", error=exc)
     except ConfigError as exc:
         outcome = Outcome("failed", error=exc)
+    except BaseException as exc:  # a signal or a cancellation: say what ran, then go on
+        _stopped(run, workflow, seeded, flow_run_id, exc, record)
+        raise
     finally:
         await run.aclose()
+    result = _result(run, workflow, target, seeded, outcome, flow_run_id)
+    if record is not None:
+        record.finish(result)
+    if run.spec.artifacts != "none":
+        _summary(workflow, result, time.monotonic() - started)
+    WRITER.touch(END_HOLD_S)  # the flow run is about to end: reports wait for that
+    return result
+
+
+async def _start_record(
+    workflow: Workflow,
+    context: Mapping[str, Any] | None,
+    options: RunOptions,
+    flow_run_id: str | None,
+) -> RunRecord | None:
+    """Mark runs that died with their process ``Crashed``, then record this one as it starts
+    (``run-task`` keeps no record)."""
+    if not options.keep_run_record or options.only:
+        return None
+    await settle_crashed_runs(workflow.root_dir)
+    return RunRecord.start(workflow, context, options, flow_run_id)
+
+
+def _result(
+    run: WorkflowRun,
+    workflow: Workflow,
+    target: Task,
+    seeded: dict[str, Any],
+    outcome: Outcome,
+    flow_run_id: str | None,
+) -> RunResult:
     final = child_context(seeded)
     merge_delta(final, outcome.delta)
     rows = [row for row in run.tracker.rows() if _in_scope(row["path"], target.path)]
-    result = RunResult(
+    return RunResult(
         status="failed" if outcome.status == "failed" else "completed",
         context=plain(final),
         tasks=rows,
@@ -170,10 +210,28 @@ async def run_root(
         workflow=workflow.name,
         error=outcome.error,
     )
-    if run.spec.artifacts != "none":
-        _summary(workflow, result, time.monotonic() - started)
-    WRITER.touch(END_HOLD_S)  # the flow run is about to end: reports wait for that
-    return result
+
+
+def _stopped(
+    run: WorkflowRun,
+    workflow: Workflow,
+    seeded: dict[str, Any],
+    flow_run_id: str | None,
+    exc: BaseException,
+    record: RunRecord | None,
+) -> None:
+    """A run stopped by a signal: what ran so far goes to ``options.interrupted`` (for the
+    CLI's report) and to the run record (``interrupted``: ``resume`` picks it up)."""
+    error = interruption(exc) or RunInterrupted(f"the run stopped: {describe_error(exc)}")
+    reason = f"interrupted: {error}"
+    for path, task_record in run.tracker.records.items():
+        if task_record.status == "running":
+            run.tracker.finish(path, "failed", error=reason)
+    target = _target(workflow, run.options)
+    result = _result(run, workflow, target, seeded, Outcome("failed", error=error), flow_run_id)
+    run.options.interrupted = result
+    if record is not None:
+        record.end("interrupted", result.tasks, str(error))
 
 
 def check_root_inputs(target: Task, context: Mapping[str, Any]) -> None:

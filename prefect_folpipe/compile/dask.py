@@ -127,6 +127,9 @@ class ServicesActor:
     async def after_call(self, path: str, usage: Usage, model: str | None) -> float:
         return self.services.ledger.after_call(self.tasks[path], usage, model=model)
 
+    async def failed_call(self, path: str) -> None:
+        self.services.ledger.failed_call(self.tasks[path])
+
     async def attempt(self, path: str) -> None:
         self.attempts[path] += 1
 
@@ -173,6 +176,10 @@ class ActorLedger:
 
     async def after_call(self, task: Task, usage: Usage, *, model: str | None = None) -> float:
         return await call(self.actor.after_call(task.path, usage, model))  # type: ignore[no-any-return]
+
+    async def failed_call(self, task: Task) -> None:
+        """A model call that raised: one call, no tokens (issue 11 point 5)."""
+        await call(self.actor.failed_call(task.path))
 
 
 class ActorServices:

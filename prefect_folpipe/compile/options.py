@@ -45,6 +45,10 @@ class RunOptions:
     listeners: list[Callable[[str, Any], None]] = field(default_factory=list)
     """Called with ``(event, TaskRecord)`` on every state change (live progress view)."""
     keep_run_record: bool = True
+    resumed_from: str | None = None
+    """The run record (file name) this run resumes (``folpipe resume``)."""
+    interrupted: Any = None
+    """Set by the run when a signal stops it: the ``RunResult`` of what ran so far."""
     task_tags: bool | None = None
     """Tag every leaf task run (``folpipe``, ``workflow:``, ``provider:``, ``model:``). Each
     tagged task run costs one concurrency-limit request to the API; default from

@@ -81,7 +81,8 @@ class PassRuntime:
         return found
 
     def salt(self, task: Task) -> str:
-        return provider_salt(task, self.spec.override)
+        # issue 11 point 8: the scripted replies / cassette turns answering the task count
+        return provider_salt(task, self.spec.override, self.workflow)
 
     async def attempt(self, task: Task, number: int) -> None:
         """An attempt of ``task``'s pass starts."""

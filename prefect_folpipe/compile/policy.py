@@ -5,6 +5,7 @@ The group's ``on_error`` is applied afterwards by the strategies in ``compile.gr
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Collection, Mapping
 from typing import Any
 
@@ -12,6 +13,8 @@ from ..expressions import Condition, compile_condition
 from ..workflow.context import ERRORS_KEY, answer_delta
 from ..workflow.tree import Task
 from .contextops import error_entry
+from .evaluation import evaluate_condition
+from .failures import TaskTimedOut
 from .groups import Outcome
 
 
@@ -22,14 +25,24 @@ class ChildPolicy:
         self._conditions: dict[str, Condition] = {}
         self.declared_outputs = declared_outputs
 
-    def should_skip(self, task: Task, context: Mapping[str, Any]) -> bool:
+    async def should_skip(
+        self, task: Task, context: Mapping[str, Any], timeout: float | None = None
+    ) -> bool:
+        """Whether ``skip_if`` holds, evaluated within the task's ``timeout`` (FP516)."""
         expression = task.config.conditions.skip_if
         if expression is None:
             return False
         condition = self._conditions.get(task.path)
         if condition is None:
             condition = self._conditions[task.path] = compile_condition(expression)
-        return bool(condition.evaluate(context))
+        try:
+            async with asyncio.timeout(timeout):
+                return await evaluate_condition(condition, context)
+        except TimeoutError:
+            raise TaskTimedOut(
+                f"conditions.skip_if of task '{task.path}' did not finish within "
+                f"settings.timeout={timeout}s"
+            ) from None
 
     def on_failure(self, task: Task, result: Outcome, iteration: int | None) -> Outcome:
         """Task-level ``on_failure`` (skip | use_default) before the group's ``on_error``."""
@@ -41,5 +54,5 @@ class ChildPolicy:
         if mode == "use_default":
             default = task.config.default_output or {}
             delta = answer_delta(task, default, declared=self.declared_outputs)
-        delta[ERRORS_KEY] = [entry]
+        delta[ERRORS_KEY] = [*result.delta.get(ERRORS_KEY, []), entry]
         return Outcome("failed", delta, result.error, handle=result.handle, handled=True)

@@ -6,7 +6,7 @@ TIMEOUT_SECONDS`` (20) for it. A fresh ``PREFECT_HOME`` first migrates its datab
 30-45 s on a 2-core machine, so the first run failed with a raw traceback. :func:`ensure_api`
 starts that same server first (``get_client()`` then reuses it) with a generous timeout when the
 user set none, says so in one line, watches the server process (a server that dies fails at
-once, not at the timeout) and turns a failure into ``ConfigError`` FP450.
+once, not at the timeout) and turns a failure into ``InfrastructureError`` FP523.
 
 At process exit the temporary server is stopped (an ``atexit`` hook of Prefect's). Task runs
 reach the server as events recorded asynchronously by its task-run recorder, so a server
@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from ..errors import ConfigError
+from ..errors import InfrastructureError
 from .background import WRITER
 
 LOG = logging.getLogger("prefect_folpipe.compile")
@@ -74,7 +74,7 @@ def startup_timeout() -> int:
 def ensure_api(announce: Callable[[str], None] | None = None) -> None:
     """Start the temporary server now if this run needs one (no-op with an API configured or
     a temporary server already running); ``announce`` gets the one line saying so (default:
-    stderr). Raises ``ConfigError`` FP450 when it does not start."""
+    stderr). Raises ``InfrastructureError`` FP523 when it does not start."""
     if not uses_temporary_server():
         return
     from prefect.server.api.server import SubprocessASGIServer
@@ -88,9 +88,9 @@ def ensure_api(announce: Callable[[str], None] | None = None) -> None:
     with _quiet_prefect_start_line():
         error = _start_watched(server, timeout)
     if error is not None:
-        raise ConfigError(
-            f"the local Prefect server did not start: {error}",
-            code="FP450",
+        raise InfrastructureError(
+            f"Prefect's temporary local server did not start: {error}",
+            code="FP523",
             hint=START_HINT,
         )
     LOG.debug("temporary Prefect server ready in %.1fs", time.monotonic() - began)

@@ -15,6 +15,7 @@ from prefect.states import Completed
 
 from ..workflow.names import slug
 from ..workflow.tree import Task
+from .checkpoints import checkpoint_storage
 from .contextops import unbox
 from .leaf import LeafRef, ProcessLocal, leaf_task, task_options
 from .plan import Plan
@@ -38,7 +39,7 @@ class PrefectTasks:
     ) -> None:
         self.plan = plan
         self.tags = tags
-        self.storage = storage
+        self.storage = checkpoint_storage(storage)
         self.workflow_name = workflow_name
         self.spec: RunSpec | None = None
         self.runtime = ProcessLocal()

@@ -6,7 +6,7 @@ server whose first start migrates a new database.
 * the temporary server records every task run's final state before it stops, so the API
   (read back with ``folpipe status --json``) agrees with the run's own report (point 2);
 * the Python API (``run_workflow``, ``folder_to_flow(...)()``) starts it the same way;
-* a server that does not start is FP450 with the hint, exit code 2.
+* a server that does not start is FP523 with the hint, exit code 1.
 """
 
 from __future__ import annotations
@@ -128,11 +128,11 @@ def test_a_server_that_does_not_start_is_a_coded_error(tmp_path: Path) -> None:
     env = user_env(tmp_path / "home")
     env["PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"] = "1"  # the user's own choice
     done = folpipe(env, "run", str(EXAMPLE), "--json")
-    assert done.returncode == 2
+    assert done.returncode == 1
     error = json.loads(done.stdout)["error"]
-    assert error["code"] == "FP450"
+    assert error["code"] == "FP523"
     assert "did not answer within 1 s" in error["message"]
     assert "PREFECT_API_URL" in error["hint"]
     plain = folpipe(env, "run", str(EXAMPLE))
-    assert plain.returncode == 2
-    assert "error FP450" in plain.stderr and "Traceback" not in plain.stderr
+    assert plain.returncode == 1
+    assert "error FP523" in plain.stderr and "Traceback" not in plain.stderr
