@@ -1,37 +1,32 @@
 """Benchmarks of the translator against hand-written Prefect flows and the ideal.
 
-    .venv/bin/python benchmarks/run_benchmarks.py [--only 1,2,...,12] [--server KIND]
-                                                 [--repeat N] [--json out.json]
+    .venv/bin/python benchmarks/run_benchmarks.py [--only 1,2,...,13] [--repeat N]
+        [--json out.json] [--server sqlite|postgres]
 
 Uses whatever Prefect API the environment selects: the ephemeral SQLite server by default
-(set PREFECT_HOME to a scratch folder), or PREFECT_API_URL; ``--server sqlite|postgres``
-starts a ``prefect server`` (SQLite, or PostgreSQL via tests/deploy/postgres.py) for the
-whole run. Each scenario runs once per repetition, folpipe and the hand-written flow side by
-side in the same process, with a pause between measurements so the server has finished
-recording the previous run. Scenarios 6-12 (issue 15) live in ``scale.py``.
+(set PREFECT_HOME to a scratch folder), or PREFECT_API_URL; ``--server`` starts a
+``prefect server`` on SQLite or on a throwaway PostgreSQL and measures against it. Each
+scenario runs once per repetition, folpipe and the hand-written flow side by side in the same
+process, with a pause between measurements so the server has finished recording the previous
+run. Scenarios 7-13 (issue 15) live in ``scale.py``.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import os
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
-# before Prefect is imported: it reads its settings once
-os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-os.environ.setdefault("PREFECT_LOGGING_LEVEL", "ERROR")
-os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
 
 import handwritten  # noqa: E402
 import scale  # noqa: E402
@@ -128,6 +123,22 @@ def bench_parallel_branches(scratch: Path) -> dict[str, Any]:
     }
 
 
+def bench_sequential_branches(scratch: Path) -> dict[str, Any]:
+    as_task = workflows.sequential_branches(scratch / "seq-task")
+    as_subflow = workflows.sequential_branches(scratch / "seq-subflow", branch_as="subflow")
+    _settle()
+    task_s, result = _run_folpipe(as_task, fresh=True)
+    _settle()
+    subflow_s, other = _run_folpipe(as_subflow, fresh=True)
+    return {
+        "name": "(6) 5 sequential branches x 2 sequential leaves, 0.2 s latency",
+        "ideal_s": 2.0,
+        "folpipe_s": task_s,
+        "folpipe_branch_as_subflow_s": subflow_s,
+        "ok": result.status == "completed" and other.status == "completed",
+    }
+
+
 def bench_chain(scratch: Path) -> dict[str, Any]:
     wf = workflows.sequential_chain(scratch / "chain")
     result, folpipe = _folpipe_variants(wf)
@@ -205,13 +216,14 @@ SCENARIOS = {
     "3": bench_chain,
     "4": bench_resume,
     "5": bench_cold_start,
-    "6": scale.bench_cached_reruns,
-    "7": scale.bench_wide_tree,
-    "8": scale.bench_wide_group,
-    "9": scale.bench_nesting,
-    "10": scale.bench_overhead,
-    "11": scale.bench_cold_server,
-    "12": scale.bench_memory,
+    "6": bench_sequential_branches,
+    "7": scale.bench_cached_reruns,
+    "8": scale.bench_wide_tree,
+    "9": scale.bench_wide_group,
+    "10": scale.bench_nesting,
+    "11": scale.bench_overhead,
+    "12": scale.bench_cold_server,
+    "13": scale.bench_memory,
 }
 
 
@@ -222,28 +234,30 @@ def _warm_up(scratch: Path) -> None:
     _run_folpipe(workflows.one_task(scratch / "warm-up"), fresh=True)
 
 
-@contextlib.contextmanager
-def _server(kind: str) -> Iterator[None]:
-    """Point this process at a ``prefect server`` of ``kind`` (``ephemeral``: none)."""
-    if kind == "ephemeral":
-        yield
-        return
+def on_server(kind: str, argv: list[str]) -> int:
+    """Run the benchmarks (``argv``, minus ``--server``) in a child process against a
+    ``prefect server start`` of its own: SQLite in a temporary home, or a throwaway
+    PostgreSQL cluster (tests/deploy/postgres.py; needs Debian's ``postgresql``)."""
+    import contextlib
+
     sys.path.insert(0, str(HERE.parent))
     from tests.deploy.postgres import running_postgres
     from tests.deploy.server import start_server
 
     with contextlib.ExitStack() as stack:
-        url = None
-        if kind == "postgres":
-            url = stack.enter_context(running_postgres(durable=True)).url
-        server = start_server(database_url=url)
+        database = None
+        if kind == "postgres":  # durable: as production runs it (fsync on)
+            database = stack.enter_context(running_postgres(durable=True)).url
+        server = start_server(database_url=database)
         stack.callback(server.stop)
-        os.environ["PREFECT_API_URL"] = server.url  # for subprocesses
-        os.environ["BENCH_SERVER_PID"] = str(server.process.pid)
-        from prefect.settings import PREFECT_API_URL, temporary_settings
-
-        with temporary_settings(updates={PREFECT_API_URL: server.url}):  # this process
-            yield
+        print(f"# {kind} server at {server.url} (ready in {server.startup_s:.1f} s)", flush=True)
+        env = {
+            **os.environ,
+            "PREFECT_API_URL": server.url,
+            "BENCH_SERVER": kind,
+            "BENCH_SERVER_PID": str(server.process.pid),  # scale.py counts its CPU
+        }
+        return subprocess.run([sys.executable, __file__, *argv], env=env).returncode
 
 
 def main() -> None:
@@ -252,19 +266,24 @@ def main() -> None:
     parser.add_argument("--json", dest="json_out", type=Path)
     parser.add_argument("--repeat", type=int, default=1, help="measure each scenario N times")
     parser.add_argument(
-        "--server", choices=("ephemeral", "sqlite", "postgres"), default="ephemeral"
+        "--server",
+        choices=("sqlite", "postgres"),
+        help="start a `prefect server` (SQLite or PostgreSQL) and measure against it",
     )
     args = parser.parse_args()
+    if args.server:
+        argv = sys.argv[1:]
+        at = argv.index("--server")
+        raise SystemExit(on_server(args.server, argv[:at] + argv[at + 2 :]))
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "ERROR")
     results = []
-    with (
-        _server(args.server),
-        tempfile.TemporaryDirectory(prefix="folpipe-bench-") as scratch,
-    ):
+    with tempfile.TemporaryDirectory(prefix="folpipe-bench-") as scratch:
         _warm_up(Path(scratch))
         for key in args.only.split(","):
             for attempt in range(args.repeat):
                 outcome = SCENARIOS[key.strip()](Path(scratch) / f"{key.strip()}-{attempt}")
-                outcome["server"] = args.server
+                outcome["server"] = os.environ.get("BENCH_SERVER", "ephemeral")
                 print(json.dumps(outcome, default=float), flush=True)
                 results.append(outcome)
     if args.json_out:

@@ -28,6 +28,7 @@ from .policy import ChildPolicy
 from .report import RunTracker
 from .restore import CheckpointReader, NotRestorable, RecordingTracker, RestoredPass
 from .runner import Runners
+from .server import SETTLE
 from .tags import RunTags
 from .tasks import PrefectTasks
 
@@ -90,6 +91,7 @@ class TreeExecutor:
             "scope": list(scope.iteration),
         }
         state = await runner.run(self.tasks.leaf(task, phase), parameters, wait_for)
+        SETTLE.expect(state)
         outcome = await settle_pass(task, state)
         await runner.report(task, state, outcome, self.tracker)
         return outcome
@@ -187,6 +189,8 @@ class TreeExecutor:
         # every level's frames (a RecursionError past ~95 levels); a task awaits its child
         # task without that chain, and cancelling the parent still cancels the child
         state = await asyncio.ensure_future(self.tasks.branch(task)(**call))
+        if not subflow:
+            SETTLE.expect(state)
         if state.is_completed():
             value: Outcome = await state.aresult()
             return Outcome(value.status, value.delta, handle=state)

@@ -95,6 +95,11 @@ class PassRuntime:
     ) -> None:
         """The pass's markdown artifact."""
 
+    async def publish_failure(
+        self, task: Task, phase: str, label: str, error: BaseException, attempt: int
+    ) -> None:
+        """The failed pass's markdown artifact."""
+
 
 class FlowRuntime(PassRuntime):
     """Passes in the flow's process: they report to the run's tracker and queue their
@@ -121,3 +126,8 @@ class FlowRuntime(PassRuntime):
         self, task: Task, phase: str, label: str, outcome: Any, payload: Payload
     ) -> None:
         artifacts.queue_task_artifact(self.workflow.name, task, phase, label, outcome, payload)
+
+    async def publish_failure(
+        self, task: Task, phase: str, label: str, error: BaseException, attempt: int
+    ) -> None:
+        artifacts.queue_failure_artifact(self.workflow.name, task, phase, label, error, attempt)

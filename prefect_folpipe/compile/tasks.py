@@ -24,6 +24,7 @@ from .plan import Plan
 from .runtime import RunSpec
 from .tags import RunTags, tag_task_run
 
+ALL_CACHED = "every task below reused its checkpoint"
 FLOW_NAME_FORBIDDEN = str.maketrans({c: "-" for c in "/%&><"})
 
 
@@ -36,12 +37,11 @@ class PrefectTasks:
     """Builds (once per run) the Prefect task of each pass and the runner of each branch."""
 
     def __init__(
-        self, plan: Plan, tags: RunTags, *, storage: Any, fresh: bool, workflow_name: str
+        self, plan: Plan, tags: RunTags, *, storage: Any, workflow_name: str
     ) -> None:
         self.plan = plan
         self.tags = tags
         self.storage = checkpoint_storage(storage)
-        self.fresh = fresh
         self.workflow_name = workflow_name
         self.spec: RunSpec | None = None
         self.runtime = ProcessLocal()
@@ -82,7 +82,6 @@ class PrefectTasks:
                 self.runtime,
                 tags=creation,
                 storage=self.storage,
-                fresh=self.fresh,
             )
             found = self._options[key] = (ref, options)
         return found
@@ -138,7 +137,10 @@ async def run_branch(
     executor = live.value
     task = executor.plan.task(path)
     tag_task_run(TaskRunContext.get(), executor.tags.late(task, "branch"))
-    return await executor.execute_branch(task, unbox(context), scope)
+    outcome = await executor.execute_branch(task, unbox(context), scope)
+    if outcome.status == "cached":  # every task below came from checkpoints: say so in the UI
+        return Completed(name="Cached", message=ALL_CACHED, data=outcome)
+    return outcome
 
 
 async def show_restored(

@@ -17,6 +17,7 @@ from ..errors import Diagnostic, Severity, WorkflowValidationError
 from ..loader import LoadResult, load
 from ..workflow.tree import Workflow
 from .backends import check_backends
+from .checkpoints import check_checkpoint_scope
 from .conditions import check_conditions
 from .dependencies import check_dependencies
 from .deploy_rules import check_deploy
@@ -37,6 +38,7 @@ RULES: tuple[Rule, ...] = (
     check_failure_policy,
     check_output_names,
     check_deploy,
+    check_checkpoint_scope,
     check_backends,
     check_hook_files,
     check_json_values,
