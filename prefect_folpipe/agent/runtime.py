@@ -25,6 +25,7 @@ from ..providers.registry import provider_name
 from ..workflow.context import ENV_KEY, answer_delta, visible_keys
 from ..workflow.providers import NO_PROVIDER_MESSAGE
 from ..workflow.tree import Task, Workflow
+from .journal import Journal
 from .loop import AgentPass, CallLedger, Conversation, converse
 from .result import TaskOutcome
 
@@ -43,8 +44,11 @@ async def run_task(
     iteration: int | None = None,
     logger: logging.Logger | logging.LoggerAdapter[Any] | None = None,
     ledger: CallLedger | None = None,
+    journal: Journal | None = None,
 ) -> TaskOutcome:
-    """Run ``task``'s hooks and agent pass for ``phase`` over a copy of ``context``."""
+    """Run ``task``'s hooks and agent pass for ``phase`` over a copy of ``context``.
+
+    ``journal`` (one per pass) answers the model calls an earlier attempt already paid for."""
     if phase not in PHASES:
         raise ValueError(f"phase must be one of {PHASES}, got {phase!r}")
     logger = logger or LOG
@@ -60,7 +64,7 @@ async def run_task(
         if provider is None:
             raise ConfigError(NO_PROVIDER_MESSAGE, code="FP300")
         convo, prompt = await _agent_pass(
-            task, workflow, working, provider, iteration, logger, ledger, phase
+            task, workflow, working, provider, iteration, logger, ledger, phase, journal
         )
         output_keys = _apply_answer(task, working, convo)
         _fill_outcome(outcome, convo, prompt, provider)
@@ -124,6 +128,7 @@ async def _agent_pass(
     logger: logging.Logger | logging.LoggerAdapter[Any],
     ledger: CallLedger | None,
     phase: Phase,
+    journal: Journal | None = None,
 ) -> tuple[Conversation, str]:
     view = scoped_input(task, working, phase)
     user_message = json.dumps(view, indent=2, ensure_ascii=False, default=str)
@@ -145,6 +150,7 @@ async def _agent_pass(
                 iteration=iteration,
                 ledger=ledger,
                 logger=logger,
+                journal=journal,
             )
         )
         convo.tool_log = [_log_entry(record) for record in getattr(toolbox, "log", [])]
@@ -200,6 +206,8 @@ def _fill_outcome(
     outcome.outputs = dict(convo.outputs)
     outcome.usage = convo.usage
     outcome.model_calls = convo.model_calls
+    outcome.replayed_calls = convo.replayed_calls
+    outcome.replayed_usage = convo.replayed_usage
     outcome.tool_calls = convo.tool_calls
     outcome.cost = convo.cost
     outcome.prompt = prompt

@@ -165,6 +165,7 @@ def _count_failed_attempts(tracker: RunTracker, usage: Mapping[str, Mapping[str,
         if record is None:
             continue
         record.model_calls = max(record.model_calls, totals["model_calls"])
+        record.replayed_calls = max(record.replayed_calls, totals.get("replayed_calls", 0))
         record.input_tokens = max(record.input_tokens, totals["input_tokens"])
         record.output_tokens = max(record.output_tokens, totals["output_tokens"])
 

@@ -103,6 +103,12 @@ class ServicesActor:
     async def after_call(self, path: str, usage: Usage, model: str | None) -> float:
         return self.services.ledger.after_call(self.tasks[path], usage, model=model)
 
+    async def replayed(self, path: str, usage: Usage, model: str | None) -> float:
+        return self.services.ledger.replayed(self.tasks[path], usage, model=model)
+
+    async def usage(self) -> dict[str, Any]:
+        return await self.services.usage()
+
     async def attempt(self, path: str) -> None:
         self.attempts[path] += 1
 
@@ -150,6 +156,9 @@ class ActorLedger:
     async def after_call(self, task: Task, usage: Usage, *, model: str | None = None) -> float:
         return await call(self.actor.after_call(task.path, usage, model))  # type: ignore[no-any-return]
 
+    async def replayed(self, task: Task, usage: Usage, *, model: str | None = None) -> float:
+        return await call(self.actor.replayed(task.path, usage, model))  # type: ignore[no-any-return]
+
 
 class ActorServices:
     """``runtime.Services`` through the services actor (in a worker or the flow's process)."""
@@ -164,6 +173,9 @@ class ActorServices:
 
     async def report(self) -> dict[str, dict[str, Any]]:
         return await call(self.actor.report())  # type: ignore[no-any-return]
+
+    async def usage(self) -> dict[str, Any]:
+        return await call(self.actor.usage())  # type: ignore[no-any-return]
 
     async def aclose(self) -> None:
         await call(self.actor.aclose())

@@ -101,6 +101,7 @@ async def execute_pass(
         iteration=scope[-1] if scope else None,
         logger=get_run_logger(),
         ledger=runtime.services.ledger,
+        journal=runtime.journal(task, ref.phase, scope),
     )
     WRITER.touch()
     payload = payload_of(outcome)

@@ -36,6 +36,9 @@ class RunSpec:
     override: ProviderOverride | None = None
     record: str | None = None
     artifacts: ArtifactLevel = "all"
+    storage: Any = None
+    """The result storage (a ``Path`` or a storage block): checkpoints, journals, answers."""
+    fresh: bool = False
     services: Any = None
     """The Dask actor serving model calls and the ledger, when the run uses Dask."""
 
@@ -49,6 +52,8 @@ class RunSpec:
             override=override_of(options),
             record=record,
             artifacts=options.artifact_level(),
+            storage=options.storage_for(workflow.root_dir),
+            fresh=options.fresh,
         )
 
     def with_services(self, services: Any) -> RunSpec:
@@ -95,6 +100,8 @@ class Services(Protocol):
 
     async def report(self) -> dict[str, dict[str, Any]]: ...
 
+    async def usage(self) -> dict[str, Any]: ...
+
     async def aclose(self) -> None: ...
 
 
@@ -117,6 +124,10 @@ class ModelServices:
     async def report(self) -> dict[str, dict[str, Any]]:
         """``{task path: totals}`` of every model call made so far (failed attempts too)."""
         return self.ledger.report()
+
+    async def usage(self) -> dict[str, Any]:
+        """The run's usage by model and its budgets' headroom (the cost report)."""
+        return {"models": self.ledger.model_report(), "budgets": self.ledger.budgets()}
 
     async def aclose(self) -> None:
         await self.pool.aclose()
