@@ -67,12 +67,14 @@ def task_artifact_key(workflow_name: str, task: Task, phase: str) -> str:
 def render_task(task: Task, label: str, payload: Mapping[str, Any]) -> str:
     """Markdown: instructions as sent, tool calls with results, the output, usage."""
     usage = payload.get("usage") or {}
+    replayed = payload.get("replayed_calls") or 0
+    replay_note = f" + {replayed} replayed from the journal (free)" if replayed else ""
     lines = [
         f"# {label}",
         "",
         f"provider `{payload.get('provider') or '-'}` · model `{payload.get('model') or '-'}` · "
-        f"{payload.get('model_calls', 0)} model call(s) · {payload.get('tool_calls', 0)} "
-        f"tool call(s) · {usage.get('input_tokens', 0)} in / "
+        f"{payload.get('model_calls', 0)} model call(s){replay_note} · "
+        f"{payload.get('tool_calls', 0)} tool call(s) · {usage.get('input_tokens', 0)} in / "
         f"{usage.get('output_tokens', 0)} out tokens",
         "",
         "## Instructions as sent",
@@ -83,6 +85,7 @@ def render_task(task: Task, label: str, payload: Mapping[str, Any]) -> str:
         lines += ["", "## Tool calls"]
         for number, call in enumerate(tool_log, 1):
             flag = " (error)" if call.get("is_error") else ""
+            flag += " (replayed)" if call.get("replayed") else ""
             lines += [
                 f"### {number}. {_inline_code(call.get('name'))}{flag}",
                 _fenced(call.get("arguments") or {}, "json"),
