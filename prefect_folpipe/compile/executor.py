@@ -117,12 +117,12 @@ class TreeExecutor:
 
     async def execute_branch(
         self, task: Task, context: dict[str, Any], scope: list[int] | None
-    ) -> dict[str, Any]:
+    ) -> Outcome:
         """The body of a branch run (task or subflow): raises when the branch failed."""
         outcome = await self.run_branch(task, context, Scope(tuple(scope or ())))
         if outcome.status == "failed":
             raise outcome.error or FolpipeError(f"branch '{task.path}' failed")
-        return {"status": outcome.status, "delta": outcome.delta}
+        return outcome
 
     async def run_child(
         self, child: Task, context: dict[str, Any], scope: Scope, wait_for: Sequence[Any] = ()
@@ -165,8 +165,8 @@ class TreeExecutor:
             call["wait_for"] = list(wait_for)
         state = await self.tasks.branch(task)(**call)
         if state.is_completed():
-            value = await state.aresult()
-            return Outcome(value["status"], dict(value["delta"]), handle=state)
+            value: Outcome = await state.aresult()
+            return Outcome(value.status, value.delta, handle=state)
         return Outcome("failed", error=await _error_of(task, state, "branch"), handle=state)
 
     def not_run(self, child: Task, reason: str) -> None:

@@ -100,7 +100,7 @@ class PrefectTasks:
 
 async def run_branch(
     live: ProcessLocal, path: str, context: Any, label: str, scope: list | None = None
-) -> dict[str, Any]:
+) -> Any:
     """The body of a branch run (in the flow's process): its passes and children."""
     executor = live.value
     task = executor.plan.task(path)

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 from ..errors import Diagnostic, Severity, suggest
 from ..loader import LoadResult
+from ..workflow.graph import simple_cycles
 from ..workflow.tree import Task
 from ._common import at, siblings
 
@@ -82,45 +83,23 @@ def _unknown(
 
 
 def _cycles(result: LoadResult, parent: Task, edges: list[tuple[str, str]]) -> Iterator[Diagnostic]:
-    if not edges or not _has_cycle(edges):
+    """FP142 for each elementary cycle (at most 10), at the entry that closes it."""
+    if not edges:
         return
-    import networkx as nx  # only to name every cycle; importing it costs ~0.1-0.4 s
-
-    graph = nx.DiGraph(edges)
+    upstreams: dict[str, list[str]] = {child.name: [] for child in parent.children}
+    for before, after in edges:
+        upstreams[after].append(before)
     by_name = {child.name: child for child in parent.children}
-    for count, cycle in enumerate(nx.simple_cycles(graph)):
-        if count == 10:
-            break
-        first = min(cycle)
-        start = cycle.index(first)
-        ordered = [*cycle[start:], *cycle[:start]]
-        # edges point dependency -> dependent, so "depends on" walks the cycle backwards
-        chain = [first, *reversed(ordered[1:]), first]
-        task = by_name[first]
-        index = _index_of(task, chain[1])
-        text = " -> ".join(chain)
+    for chain in simple_cycles(upstreams):
+        task = by_name[chain[0]]
         yield at(
             result,
             task,
             "FP142",
-            f"dependency cycle: {text}",
-            ("depends_on", index),
+            f"dependency cycle: {' -> '.join(chain)}",
+            ("depends_on", _index_of(task, chain[1])),
             "remove one depends_on entry of the cycle",
         )
-
-
-def _has_cycle(edges: list[tuple[str, str]]) -> bool:
-    """Cheap check (stdlib) before networkx enumerates the cycles."""
-    from graphlib import CycleError, TopologicalSorter
-
-    graph: dict[str, set[str]] = {}
-    for before, after in edges:
-        graph.setdefault(after, set()).add(before)
-    try:
-        TopologicalSorter(graph).prepare()
-    except CycleError:
-        return True
-    return False
 
 
 def _index_of(task: Task, name: str) -> int:

@@ -40,7 +40,7 @@ def test_a_plan_is_built_without_prefect() -> None:
     code = (
         "import sys\n"
         "from prefect_folpipe.compile.plan import build_plan\n"
-        "from prefect_folpipe.loader import load_workflow\n"
+        "from prefect_folpipe.validate import load_workflow\n"
         f"plan = build_plan(load_workflow({str(PLANS / 'report')!r}))\n"
         "plan.to_dict(); plan.to_text(); plan.to_mermaid()\n"
         "print(any(m == 'prefect' or m.startswith('prefect.') for m in sys.modules))\n"

@@ -313,19 +313,52 @@ async def test_error_results_are_redacted_too(tmp_path: Path) -> None:
     assert result.content.endswith("FileNotFoundError: [REDACTED]")
 
 
-async def test_concurrent_calls_overlap(task_dir: Path) -> None:
-    box = toolbox_for(task_dir)
-    started = time.perf_counter()
+MEETING_TOOLS = """
+## meet
+Wait (asynchronously) until `expect` calls have arrived.
+
+```python
+import asyncio
+
+async def meet(ctx: ToolContext, expect: int) -> str:
+    ctx.context["async"] = ctx.context.get("async", 0) + 1
+    for _ in range(600):
+        if ctx.context["async"] >= expect:
+            return "met"
+        await asyncio.sleep(0.05)
+    return "alone"
+```
+
+## meet_in_thread
+Wait (in a worker thread) until `expect` calls have arrived.
+
+```python
+import time
+
+def meet_in_thread(ctx: ToolContext, expect: int) -> str:
+    ctx.context["threads"] = ctx.context.get("threads", 0) + 1
+    for _ in range(600):
+        if ctx.context["threads"] >= expect:
+            return "met"
+        time.sleep(0.05)
+    return "alone"
+```
+"""
+
+
+async def test_concurrent_calls_overlap(tmp_path: Path) -> None:
+    """Calls of one turn run at once: each waits for its peers, which only a concurrent run
+    lets arrive (one after the other, the first would wait 30 s and answer "alone")."""
+    (tmp_path / "tools.md").write_text(textwrap.dedent(MEETING_TOOLS))
+    box = toolbox_for(tmp_path)
     results = await asyncio.gather(
-        box.call(ToolCall("a", "nap", {"seconds": 0.25})),
-        box.call(ToolCall("b", "nap", {"seconds": 0.25})),
-        box.call(ToolCall("c", "doze", {"seconds": 0.25})),
-        box.call(ToolCall("d", "doze", {"seconds": 0.25})),
+        box.call(ToolCall("a", "meet", {"expect": 2})),
+        box.call(ToolCall("b", "meet", {"expect": 2})),
+        box.call(ToolCall("c", "meet_in_thread", {"expect": 2})),
+        box.call(ToolCall("d", "meet_in_thread", {"expect": 2})),
     )
-    elapsed = time.perf_counter() - started
     assert [r.call_id for r in results] == ["a", "b", "c", "d"]
-    assert not any(r.is_error for r in results)
-    assert elapsed < 0.9  # one after the other would take 1 s
+    assert [r.content for r in results] == ["met"] * 4
     assert sorted(record.call_id for record in box.log) == ["a", "b", "c", "d"]
 
 
