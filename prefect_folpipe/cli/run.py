@@ -19,6 +19,7 @@ from rich.table import Table
 
 from ..errors import ConfigError, FolpipeError
 from ..workflow.tree import Workflow
+from ._approve import parse_approvals, terminal_approver
 from ._render import (
     EXIT_FAILED,
     EXIT_OK,
@@ -136,6 +137,8 @@ def execute(workflow: Workflow, context: dict[str, Any], options: Any, as_json: 
     quiet_console_tracebacks()
     console = get_console()
     if as_json:
+        if options.ask is None:
+            options.ask = terminal_approver(get_console(stderr=True))
         with contextlib.redirect_stdout(sys.stderr):
             result = run_workflow(workflow, context, options=options)
     else:
@@ -146,6 +149,8 @@ def execute(workflow: Workflow, context: dict[str, Any], options: Any, as_json: 
 
         view = ProgressView(workflow, console)
         options.listeners.append(view.listener)
+        if options.ask is None:
+            options.ask = terminal_approver(get_console(stderr=True), view.paused)
         with view.live():
             result = run_workflow(workflow, context, options=options)
     if isinstance(result.error, ConfigError):
@@ -180,11 +185,17 @@ def _print_outcome(console: Any, result: Any) -> None:
 
 
 def run_options(
-    provider: str | None, replies: Path | None, fresh: bool, record: Path | None = None
+    provider: str | None,
+    replies: Path | None,
+    fresh: bool,
+    record: Path | None = None,
+    approve: tuple[str, ...] = (),
 ) -> Any:
     from ..compile.options import RunOptions
 
-    return RunOptions(provider=provider, replies=replies, fresh=fresh, record=record)
+    options = RunOptions(provider=provider, replies=replies, fresh=fresh, record=record)
+    options.approvals = parse_approvals(approve)
+    return options
 
 
 @click.command(name="run")
@@ -202,6 +213,13 @@ def run_options(
     help="Record every model call to this cassette (replay it with the replay provider).",
 )
 @click.option(
+    "--approve",
+    multiple=True,
+    metavar="[TASK:]KEY=VALUE",
+    help="Answer approval gates ahead (CI): e.g. --approve approved=true --approve "
+    "ship:comment=ok. Without it a terminal asks; a deployment waits in the Prefect UI.",
+)
+@click.option(
     "--install-deps/--no-install-deps",
     default=True,
     help="Install the tasks' missing `dependencies:` before the run (default: on).",
@@ -214,6 +232,7 @@ def command(
     fresh: bool,
     as_json: bool,
     record: Path | None,
+    approve: tuple[str, ...],
     install_deps: bool,
 ) -> None:
     """Run the workflow folder PATH as a Prefect flow."""
@@ -222,5 +241,5 @@ def command(
         workflow = load(path)
         if install_deps:
             install_missing_dependencies(workflow)
-    options = run_options(provider, replies, fresh, record)
+        options = run_options(provider, replies, fresh, record, approve)
     raise click.exceptions.Exit(execute(workflow, context, options, as_json))

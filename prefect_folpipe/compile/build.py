@@ -22,6 +22,7 @@ from ..errors import ConfigError, ProviderError
 from ..workflow.names import slug
 from ..workflow.tree import Task, Workflow
 from . import artifacts
+from .approval import ApprovalGates
 from .background import END_HOLD_S, WRITER
 from .contextops import child_context, merge_delta, plain, seed_context
 from .executor import LOG, TreeExecutor
@@ -69,6 +70,13 @@ class WorkflowRun:
         runner = self.options.runner or run_task
         runtime = FlowRuntime(self.workflow, self.spec, self.services, runner, self.tracker)
         self.tasks.bind(self.spec, runtime, self.executor)
+        self.executor.gates = ApprovalGates(
+            self.spec.storage,
+            runtime,
+            presets=self.options.approvals,
+            ask=self.options.ask,
+            flow_run=FlowRunContext.get(),
+        )
 
     async def usage_report(self) -> dict[str, dict[str, Any]]:
         return await self.services.report()

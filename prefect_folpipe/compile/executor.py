@@ -16,6 +16,7 @@ from prefect.logging import get_run_logger
 
 from ..errors import FolpipeError
 from ..workflow.tree import Task
+from .approval import ApprovalGates
 from .contextops import ContextBox, child_context, describe_error, merge_delta
 from .failures import TaskTimedOut
 from .groups import Outcome, Scope, run_group
@@ -48,14 +49,23 @@ class TreeExecutor:
         self.tags = tags
         self.policy = ChildPolicy()
         self.warnings: list[str] = []
+        self.gates: ApprovalGates | None = None
+        """The run's approval gates (set when the run starts)."""
 
     async def run_target(self, target: Task, context: dict[str, Any]) -> Outcome:
         """The task a run starts from (the root, or ``run-task``'s task)."""
         self.tracker.start(target.path)
-        if target.children:
-            outcome = await self.run_branch(target, context, Scope())
+        try:
+            answer = await self.gate(target, context, Scope())
+        except Exception as exc:  # an approval nobody gave
+            outcome = Outcome("failed", error=exc)
         else:
-            outcome = await self.agent_pass(target, "single", context, Scope(), ())
+            context = {**context, **answer}
+            if target.children:
+                outcome = await self.run_branch(target, context, Scope())
+            else:
+                outcome = await self.agent_pass(target, "single", context, Scope(), ())
+            outcome.delta = {**answer, **outcome.delta}
         error = describe_error(outcome.error) if outcome.error else None
         self.tracker.finish(target.path, outcome.status, error=error)
         return outcome
@@ -132,13 +142,21 @@ class TreeExecutor:
         if scope.iteration and not (child.children and child.execution_type == "loop"):
             self.tracker.count_iteration(child.path)
         try:
-            if self.policy.should_skip(child, context):
+            early = self.policy.skips_before_gate(child)
+            if early and self.policy.should_skip(child, context):
                 self.tracker.skip_tree(child, None)
                 return Outcome("skipped")
+            answer = await self.gate(child, context, scope)
+            context = {**context, **answer} if answer else context
+            if not early and self.policy.should_skip(child, context):
+                self.tracker.skip_tree(child, None)
+                return Outcome("skipped", dict(answer))  # the answer routes what follows
             if child.children:
                 outcome = await self._call_branch(child, context, scope, wait_for)
             else:
                 outcome = await self.agent_pass(child, "single", context, scope, wait_for)
+            if answer and outcome.status != "failed":
+                outcome.delta = {**answer, **outcome.delta}
         except asyncio.CancelledError:
             self.tracker.finish(
                 child.path, "failed", error="cancelled (a sibling failed or a timeout expired)"
@@ -149,6 +167,15 @@ class TreeExecutor:
         error_text = describe_error(outcome.error) if outcome.error else None
         self.tracker.finish(child.path, outcome.status, error=error_text)
         return self.policy.on_failure(child, outcome, scope.innermost)
+
+    async def gate(self, task: Task, context: dict[str, Any], scope: Scope) -> dict[str, Any]:
+        """The answer of ``task``'s approval gate (``{}`` without one); see
+        ``compile.approval``. Raises when nobody answers, or suspends the run (``Pause``)."""
+        if task.config.approval is None:
+            return {}
+        if self.gates is None:
+            raise FolpipeError(f"task '{task.path}' has an approval gate but the run has none")
+        return await self.gates.answer(task, context, scope.iteration)
 
     async def _call_branch(
         self, task: Task, context: dict[str, Any], scope: Scope, wait_for: Sequence[Any]

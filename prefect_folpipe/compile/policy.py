@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..expressions import Condition, compile_condition
+from ..workflow.approval import mentions
 from ..workflow.context import ERRORS_KEY, answer_delta
 from ..workflow.tree import Task
 from .contextops import error_entry
@@ -29,6 +30,13 @@ class ChildPolicy:
         if condition is None:
             condition = self._conditions[task.path] = compile_condition(expression)
         return bool(condition.evaluate(context))
+
+    @staticmethod
+    def skips_before_gate(task: Task) -> bool:
+        """Whether ``skip_if`` is decided before the task's approval gate asks: always, unless
+        the condition reads a key of the answer (then it is decided with the answer)."""
+        approval, expression = task.config.approval, task.config.conditions.skip_if
+        return approval is None or expression is None or not mentions(expression, approval.input)
 
     @staticmethod
     def on_failure(task: Task, result: Outcome, iteration: int | None) -> Outcome:

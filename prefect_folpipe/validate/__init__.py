@@ -16,6 +16,7 @@ from pathlib import Path
 from ..errors import Diagnostic, Severity, WorkflowValidationError
 from ..loader import LoadResult, load
 from ..workflow.tree import Workflow
+from .approvals import check_approvals
 from .backends import check_backends
 from .conditions import check_conditions
 from .dependencies import check_dependencies
@@ -33,6 +34,7 @@ RULES: tuple[Rule, ...] = (
     check_loops,
     check_conditions,
     check_failure_policy,
+    check_approvals,
     check_deploy,
     check_backends,
     check_hook_files,
