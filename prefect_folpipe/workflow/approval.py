@@ -26,7 +26,7 @@ from .context import ENV_KEY, ERRORS_KEY
 PLACEHOLDER = re.compile(r"\{\{(.*?)\}\}", re.DOTALL)
 TEMPLATE_CODE = re.compile(r"\{%|%\}|\{#|#\}")
 PATH = re.compile(
-    r"""^context(?:\.[A-Za-z_][A-Za-z0-9_]*|\[\s*-?\d+\s*\]|\[\s*(?:'[^'\\]*'|"[^"\\]*")\s*\])*$"""
+    r"""^context(?:\.(?!__)[A-Za-z_][A-Za-z0-9_]*|\[\s*-?\d+\s*\]|\[\s*(?:'[^'\\]*'|"[^"\\]*")\s*\])*$"""
 )
 STEP = re.compile(
     r"""\.([A-Za-z_][A-Za-z0-9_]*)|\[\s*(-?\d+)\s*\]|\[\s*'([^']*)'\s*\]|\[\s*"([^"]*)"\s*\]"""
