@@ -19,10 +19,11 @@ import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ..errors import Diagnostic, Severity, suggest
+from ..errors import Diagnostic, Severity
 from ..workflow.config import TaskConfig
 from ..workflow.tree import DEFAULT_PRIORITY
 from ._files import INSTRUCTIONS, PREFIX, SKILL, TASK_YAML, FolderFiles
+from ._ordering import order_children
 from ._yaml import SourceMap
 
 SUBTASKS = "subtasks"
@@ -176,68 +177,9 @@ class Discovery:
                 )
                 continue
             found.append(self.load_folder(child_dir, entries, rel, (*lineage, real)))
-        ordered = self._order(parent, found)
+        ordered = order_children(parent, found, self.files.error)
         parent.children = [c for c in ordered if c.config.enabled]
         parent.disabled = [c for c in ordered if not c.config.enabled]
-
-    def _order(self, parent: RawTask, found: list[RawTask]) -> list[RawTask]:
-        found.sort(key=lambda c: (c.priority, c.folder.name))
-        order = parent.config.subtasks.order if parent.config.subtasks else None
-        if order is None:
-            return found
-        by_key: dict[str, RawTask] = {}
-        for child in found:
-            by_key.setdefault(child.folder.name, child)
-            by_key.setdefault(child.name, child)
-        chosen: list[RawTask] = []
-        for index, entry in enumerate(order):
-            self._order_entry(parent, by_key, chosen, index, entry)
-        for child in found:
-            if not any(child is c for c in chosen):
-                self.error(
-                    "FP114",
-                    f"subtask {child.name!r} is not listed in subtasks.order and is left out",
-                    parent.source.file,
-                    parent.source.line(("subtasks", "order")),
-                    parent.rel_dir,
-                    f"add {child.name!r} to subtasks.order, or remove the folder",
-                    Severity.WARNING,
-                )
-        return chosen
-
-    def _order_entry(
-        self,
-        parent: RawTask,
-        by_key: dict[str, RawTask],
-        chosen: list[RawTask],
-        index: int,
-        entry: str,
-    ) -> None:
-        loc = ("subtasks", "order", index)
-        child = by_key.get(entry)
-        if child is None:
-            close = suggest(entry, sorted(by_key))
-            self.error(
-                "FP111",
-                f"subtasks.order names unknown subtask {entry!r}",
-                parent.source.file,
-                parent.source.line(loc),
-                parent.rel_dir,
-                f"did you mean {close!r}?"
-                if close
-                else f"subtasks are: {', '.join(sorted(by_key)) or 'none'}",
-            )
-        elif any(child is c for c in chosen):
-            self.error(
-                "FP112",
-                f"subtasks.order lists {entry!r} twice",
-                parent.source.file,
-                parent.source.line(loc),
-                parent.rel_dir,
-                "list each subtask once",
-            )
-        else:
-            chosen.append(child)
 
     def _set_paths(self, task: RawTask, path: str) -> None:
         task.path = path
