@@ -87,17 +87,23 @@ def load(path: Path) -> Workflow:
 def summary_table(result: Any) -> Table:
     """The per-task summary printed after a run."""
     table = Table(title=f"{result.workflow}: {result.status}", title_justify="left")
-    for column in ("task", "status", "attempts", "iterations", "model calls", "tokens", "time"):
+    columns = ("task", "status", "attempts", "iterations", "model calls", "tokens", "cached")
+    for column in (*columns, "cost", "time"):
         table.add_column(column, justify="left" if column in ("task", "status") else "right")
+    costs = getattr(result, "costs", None)
     for row in result.tasks:
         usage = row["usage"]
+        cost = (costs.for_task(row["path"]) if costs is not None else None) or {}
+        replayed = row.get("replayed_calls") or 0
         table.add_row(
             row["path"] or "(root)",
             row["status"],
             str(row["attempts"]),
             "" if row["iterations"] is None else str(row["iterations"]),
-            str(row["model_calls"]),
+            f"{row['model_calls']} (+{replayed} replayed)" if replayed else str(row["model_calls"]),
             str(usage["input_tokens"] + usage["output_tokens"]),
+            str(cost.get("cached_tokens") or ""),
+            f"${cost['cost_usd']:.4f}" if cost.get("cost_usd") else "",
             f"{row['duration_s']:.2f}s",
         )
     return table
@@ -174,9 +180,14 @@ def _print_outcome(console: Any, result: Any) -> None:
             f"reused {len(reused)} checkpoint(s): {', '.join(p or '(root)' for p in reused)}"
         )
     usage = result.usage
+    replayed = usage.get("replayed_calls") or 0
+    costs = getattr(result, "costs", None)
     console.print(
-        f"{usage['model_calls']} model call(s), {usage['input_tokens']} in / "
-        f"{usage['output_tokens']} out tokens · flow run {result.flow_run_id}"
+        f"{usage['model_calls']} model call(s)"
+        + (f" + {replayed} replayed from the journal" if replayed else "")
+        + f", {usage['input_tokens']} in / {usage['output_tokens']} out tokens"
+        + (f" · ${costs.total_usd:.4f}" if costs is not None else "")
+        + f" · flow run {result.flow_run_id}"
     )
     if result.status == "failed":
         failed = [row for row in result.tasks if row["status"] == "failed" and row["error"]]

@@ -1,4 +1,4 @@
-"""``folpipe status``: recent runs of a workflow (state, duration, tasks cached / failed).
+"""``folpipe status``: recent runs of a workflow (state, duration, tasks cached / failed, cost).
 
 Reads the Prefect API: the server of ``PREFECT_API_URL``, or the local ephemeral history.
 """
@@ -38,7 +38,8 @@ def command(path: str, limit: int, as_json: bool) -> None:
         console.print(f"no runs of {workflow.name} yet")
         return
     table = Table(title=f"Recent runs of {workflow.name}", title_justify="left")
-    for column in ("flow run", "state", "started", "duration", "tasks", "cached", "failed"):
+    columns = ("flow run", "state", "started", "duration", "tasks", "cached", "failed", "cost")
+    for column in columns:
         table.add_column(column, overflow="fold")
     for run in runs:
         duration = f"{run.duration_s:.1f}s" if run.duration_s is not None else ""
@@ -51,5 +52,6 @@ def command(path: str, limit: int, as_json: bool) -> None:
             str(run.tasks.total),
             str(run.tasks.cached),
             str(run.tasks.failed),
+            f"${run.cost_usd:.4f}" if run.cost_usd is not None else "",
         )
     console.print(table)

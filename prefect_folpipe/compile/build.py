@@ -25,6 +25,7 @@ from . import artifacts
 from .approval import ApprovalGates
 from .background import END_HOLD_S, WRITER
 from .contextops import child_context, merge_delta, plain, seed_context
+from .costs import cost_report
 from .executor import LOG, TreeExecutor
 from .groups import Outcome
 from .options import RunOptions
@@ -137,11 +138,15 @@ async def run_root(
     target = _target(workflow, options)
     seeded = seed_context(workflow, context)
     started = time.monotonic()
+    by_task: dict[str, Any] = {}
+    usage: dict[str, Any] = {}
     try:
         await check_providers(run.local, list(target.walk()))
         await run.start()
         outcome = await run.executor.run_target(target, seeded)
-        _count_failed_attempts(run.tracker, await run.usage_report())
+        by_task = await run.usage_report()
+        _count_failed_attempts(run.tracker, by_task)
+        usage = await run.services.usage()
     except ConfigError as exc:
         outcome = Outcome("failed", error=exc)
     finally:
@@ -156,6 +161,7 @@ async def run_root(
         flow_run_id=flow_run_id,
         workflow=workflow.name,
         error=outcome.error,
+        costs=cost_report(by_task, usage, [row["path"] for row in rows]),
     )
     if run.spec.artifacts != "none":
         _summary(workflow, result, time.monotonic() - started)
@@ -201,6 +207,9 @@ async def _tag_flow_run(tags: Sequence[str]) -> str | None:
 
 
 def _summary(workflow: Workflow, result: RunResult, elapsed: float) -> None:
-    key = slug(f"{workflow.name}-summary", limit=90)
-    description = f"folpipe run of {workflow.name}: {result.status} in {elapsed:.1f}s"
-    artifacts.submit_summary(key, result.tasks, description)
+    key = artifacts.summary_key(workflow.name)
+    cost = result.costs.total_usd if result.costs else 0.0
+    description = f"folpipe run of {workflow.name}: {result.status} in {elapsed:.1f}s, ${cost:.4f}"
+    artifacts.submit_summary(key, result.tasks, description, result.costs)
+    if result.costs is not None:
+        artifacts.submit_cost(slug(f"{workflow.name}-cost", limit=90), workflow.name, result.costs)

@@ -175,6 +175,8 @@ class RunResult:
     workflow: str = ""
     error: BaseException | None = None
     """The exception that failed the run (not part of the JSON document)."""
+    costs: Any = None
+    """The run's ``compile.costs.CostReport`` (the cost artifact; not part of the JSON)."""
 
     @property
     def usage(self) -> dict[str, int]:

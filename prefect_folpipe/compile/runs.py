@@ -38,6 +38,8 @@ def save_run_record(
         "provider": options.provider,
         "replies": str(options.replies) if options.replies else None,
         "tasks": [{"path": row["path"], "status": row["status"]} for row in result.tasks],
+        "usage": result.usage,
+        "cost_usd": result.costs.total_usd if result.costs is not None else None,
     }
     target = runs_dir(workflow.root_dir) / f"{now:%Y%m%dT%H%M%S%f}-{uuid.uuid4().hex[:6]}.json"
     try:

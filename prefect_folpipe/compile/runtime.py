@@ -127,7 +127,11 @@ class ModelServices:
 
     async def usage(self) -> dict[str, Any]:
         """The run's usage by model and its budgets' headroom (the cost report)."""
-        return {"models": self.ledger.model_report(), "budgets": self.ledger.budgets()}
+        return {
+            "models": self.ledger.model_report(),
+            "budgets": self.ledger.budgets(),
+            "unpriced_models": sorted(self.ledger.unpriced_models),
+        }
 
     async def aclose(self) -> None:
         await self.pool.aclose()

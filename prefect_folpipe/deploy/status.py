@@ -52,6 +52,10 @@ class RunSummary:
     parameters: dict[str, Any]
     tags: list[str]
     tasks: TaskCounts = field(default_factory=TaskCounts)
+    cost_usd: float | None = None
+    """Estimated cost of the run's model calls (from its summary artifact or run record)."""
+    model_calls: int | None = None
+    tokens: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -265,10 +269,67 @@ async def _summarise(client: Any, run: Any, flow_name: str) -> RunSummary:
 
 
 async def recent_runs(workflow: Workflow, *, limit: int = 10) -> list[RunSummary]:
-    """The workflow's most recent runs (newest first) with task counts."""
+    """The workflow's most recent runs (newest first) with task counts and cost."""
     from prefect.client.orchestration import get_client
 
     async with get_client() as client:
         runs = await _top_level_runs(client, workflow, limit)
         names = await _flow_names(client, {run.flow_id for run in runs})
-        return [await _summarise(client, run, names.get(run.flow_id, "")) for run in runs]
+        summaries = [await _summarise(client, run, names.get(run.flow_id, "")) for run in runs]
+        await _add_costs(client, workflow, summaries)
+        return summaries
+
+
+async def _add_costs(client: Any, workflow: Workflow, summaries: list[RunSummary]) -> None:
+    """Each run's cost: its summary artifact (any server), else its local run record."""
+    from ..compile.runs import list_runs
+
+    if not summaries:
+        return
+    found = await _summary_tables(client, workflow, [UUID(s.flow_run_id) for s in summaries])
+    records = {str(r.get("flow_run_id")): r for r in list_runs(workflow.root_dir)}
+    for summary in summaries:
+        rows = found.get(summary.flow_run_id)
+        if rows is not None:
+            summary.cost_usd = round(sum(float(r.get("cost_usd") or 0) for r in rows), 6)
+            summary.model_calls = sum(int(r.get("model_calls") or 0) for r in rows)
+            summary.tokens = sum(int(r.get("tokens") or 0) for r in rows)
+            continue
+        record = records.get(summary.flow_run_id) or {}
+        if record.get("cost_usd") is not None:
+            summary.cost_usd = record["cost_usd"]
+            usage = record.get("usage") or {}
+            summary.model_calls = usage.get("model_calls")
+            summary.tokens = (usage.get("input_tokens") or 0) + (usage.get("output_tokens") or 0)
+
+
+async def _summary_tables(
+    client: Any, workflow: Workflow, flow_run_ids: list[UUID]
+) -> dict[str, list[dict[str, Any]]]:
+    """``{flow run id: summary table rows}`` in one request."""
+    import json
+
+    from prefect.client.schemas.filters import (
+        ArtifactFilter,
+        ArtifactFilterFlowRunId,
+        ArtifactFilterKey,
+    )
+
+    from ..compile.artifacts import summary_key
+
+    artifacts = await client.read_artifacts(
+        artifact_filter=ArtifactFilter(
+            flow_run_id=ArtifactFilterFlowRunId(any_=flow_run_ids),
+            key=ArtifactFilterKey(any_=[summary_key(workflow.name)]),
+        ),
+        limit=PAGE,
+    )
+    tables: dict[str, list[dict[str, Any]]] = {}
+    for artifact in artifacts:
+        try:
+            rows = json.loads(artifact.data) if isinstance(artifact.data, str) else artifact.data
+        except ValueError:
+            continue
+        if isinstance(rows, list) and artifact.flow_run_id is not None:
+            tables[str(artifact.flow_run_id)] = [r for r in rows if isinstance(r, dict)]
+    return tables
