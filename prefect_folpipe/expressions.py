@@ -6,7 +6,10 @@ Two forms compile to a :class:`Condition`:
   ``simpleeval``: ``context.review.approved == true``,
   ``not any(e['task'] == 'fetch' for e in context.get('_errors', []))``;
 * a structured mapping: ``{key: review.approved, equals: true}``, combined with
-  ``{all: [...]}`` / ``{any: [...]}`` and negated with ``{not: {...}}``.
+  ``{all: [...]}`` / ``{any: [...]}`` and negated with ``{not: {...}}``. ``exists`` /
+  ``not_exists`` test whether the key is *present* (a key holding ``null`` exists);
+* ``{type: python, expr: "..."}`` (folpipe 0.1.8's form): the string ``expr``, compiled as
+  above (never ``eval()``).
 
 In expressions ``context.a.b`` and ``context['a']['b']`` read the context, a missing key (at
 any depth) reads as ``None``, ``true`` / ``false`` / ``null`` alias Python's constants, and
@@ -290,10 +293,13 @@ class _Evaluator(simpleeval.EvalWithCompoundTypes):
 
 # --- structured conditions ----------------------------------------------------------------
 
-_STRUCTURED_KEYS = ("key", *OPERATORS, "all", "any", "not")
+_STRUCTURED_KEYS = ("key", *OPERATORS, "all", "any", "not", "type", "expr")
+_MISSING = object()
 
 
 def _compile_structured(spec: Mapping[str, Any]) -> Callable[[Mapping[str, Any]], bool]:
+    if "type" in spec or "expr" in spec:
+        return _compile_typed(spec)
     unknown = [k for k in spec if k not in _STRUCTURED_KEYS]
     if unknown:
         raise _structure_error(f"unknown condition key {unknown[0]!r}", str(unknown[0]))
@@ -308,6 +314,20 @@ def _compile_structured(spec: Mapping[str, Any]) -> Callable[[Mapping[str, Any]]
     if len(ops) != 1:
         raise _structure_error(f"a condition needs exactly one operator of {', '.join(OPERATORS)}")
     return _compile_comparison(spec["key"], ops[0], spec[ops[0]])
+
+
+def _compile_typed(spec: Mapping[str, Any]) -> Callable[[Mapping[str, Any]], Any]:
+    """``{type: python, expr: "..."}``: the expression string, safely compiled."""
+    kind = spec.get("type", "python")
+    if kind != "python":
+        raise _structure_error(f"unknown condition type {kind!r}", str(kind))
+    extra = [k for k in spec if k not in ("type", "expr")]
+    if extra:
+        raise _structure_error(f"`type: python` takes only `expr`, not {extra[0]!r}")
+    expr = spec.get("expr")
+    if not isinstance(expr, str) or not expr.strip():
+        raise _structure_error("`type: python` needs `expr: <expression>`")
+    return _compile_text(expr)._check
 
 
 def _compile_group(kind: str, value: Any) -> Callable[[Mapping[str, Any]], bool]:
@@ -331,21 +351,27 @@ def _compile_comparison(key: str, op: str, expected: Any) -> Callable[[Mapping[s
         raise _structure_error(f"invalid key path {key!r}")
 
     def check(context: Mapping[str, Any]) -> bool:
+        if op in ("exists", "not_exists"):
+            present = _lookup(context, parts, _MISSING) is not _MISSING
+            return present == bool(expected) if op == "exists" else present != bool(expected)
         return _apply(op, _lookup(context, parts), expected)
 
     return check
 
 
-def _lookup(context: Mapping[str, Any], parts: list[str]) -> Any:
+def _lookup(context: Mapping[str, Any], parts: list[str], missing: Any = None) -> Any:
+    """The value at the dotted path, or ``missing`` when some step is absent."""
     value: Any = context
     for part in parts:
-        if isinstance(value, Mapping):
-            value = value.get(part)
+        if isinstance(value, Mapping) and part in value:
+            value = value[part]
         elif isinstance(value, list | tuple) and part.lstrip("-").isdigit():
             index = int(part)
-            value = value[index] if -len(value) <= index < len(value) else None
+            if not -len(value) <= index < len(value):
+                return missing
+            value = value[index]
         else:
-            return None
+            return missing
     return value
 
 
@@ -354,10 +380,6 @@ def _apply(op: str, actual: Any, expected: Any) -> bool:
         return bool(actual == expected)
     if op == "not_equals":
         return bool(actual != expected)
-    if op == "exists":
-        return (actual is not None) == bool(expected)
-    if op == "not_exists":
-        return (actual is None) == bool(expected)
     if op == "contains":
         return actual is not None and _contains(actual, expected)
     if actual is None:

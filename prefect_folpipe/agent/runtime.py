@@ -66,7 +66,7 @@ async def run_task(
         convo, prompt = await _agent_pass(
             task, workflow, working, provider, iteration, logger, ledger, phase, journal
         )
-        output_keys = _apply_answer(task, working, convo)
+        output_keys = _apply_answer(task, working, convo, workflow.declared_outputs)
         _fill_outcome(outcome, convo, prompt, provider)
     if phase != "first" and "post_run" in task.hooks:
         working = await _hook("post_run", task, workflow, working, logger)
@@ -191,10 +191,12 @@ async def _hook(
     return dict(returned) if isinstance(returned, Mapping) else working
 
 
-def _apply_answer(task: Task, working: dict[str, Any], convo: Conversation) -> tuple[str, ...]:
+def _apply_answer(
+    task: Task, working: dict[str, Any], convo: Conversation, declared: frozenset[str]
+) -> tuple[str, ...]:
     """Write the answer into the working context (so post_run sees it); return its keys."""
     outputs = None if task.config.output is None else convo.outputs
-    delta = answer_delta(task, outputs, convo.text)
+    delta = answer_delta(task, outputs, convo.text, declared=declared)
     working.update(delta)
     return tuple(delta)
 

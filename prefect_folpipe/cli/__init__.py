@@ -24,6 +24,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "deploy": ("prefect_folpipe.cli.deploy", "Create a Prefect deployment of a workflow."),
     "serve": ("prefect_folpipe.cli.serve", "Serve a workflow with Prefect's serve()."),
     "install-deps": ("prefect_folpipe.cli.install_deps", "Install every task's dependencies."),
+    "plan": ("prefect_folpipe.cli.plan", "Show what a run would do (no model call)."),
+    "test": ("prefect_folpipe.cli.test", "Run a workflow's test cases (tests.yaml) with stubs."),
+    "convert": (
+        "prefect_folpipe.cli.convert",
+        "Convert task.yaml + instructions.md to SKILL.md, or back.",
+    ),
 }
 
 

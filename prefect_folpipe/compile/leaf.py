@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 from prefect import Task as PrefectTask
@@ -28,6 +29,7 @@ from ..workflow.tree import Task
 from .background import WRITER
 from .cache import cache_key
 from .contextops import unbox
+from .manifest import key_parts, write_manifest
 from .passes import PassRuntime, Payload, check_serialisable, payload_of
 from .plan import NodePlan
 from .retry import retry_delays, retry_on_of, should_retry
@@ -106,10 +108,36 @@ async def execute_pass(
     WRITER.touch()
     payload = payload_of(outcome)
     check_serialisable(task, payload)
+    if task.settings.cache and runtime.spec.manifests:
+        record_pass(runtime, task, ref.phase, tuple(scope or ()), context, payload)
     runtime.charge(task, payload)
     if runtime.artifact_level == "all":
         await runtime.publish(task, ref.phase, label, outcome, payload)
     return payload
+
+
+def record_pass(
+    runtime: PassRuntime,
+    task: Task,
+    phase: str,
+    iteration: tuple[int, ...],
+    context: Mapping[str, Any],
+    payload: Payload,
+) -> None:
+    """Write the pass's checkpoint manifest (what its key covered), for ``folpipe plan``."""
+    salt = runtime.salt(task)
+    key = cache_key(
+        task, runtime.identity(task), context, iteration=iteration, phase=phase, salt=salt
+    )
+    write_manifest(
+        Path(runtime.spec.manifests or runtime.spec.root_dir),
+        task,
+        phase=phase,
+        iteration=iteration,
+        key=key,
+        parts=key_parts(task, context, phase=phase, salt=salt),
+        delta=payload.get("delta") or {},
+    )
 
 
 @dataclass(frozen=True)

@@ -41,6 +41,8 @@ class RunSpec:
     fresh: bool = False
     services: Any = None
     """The Dask actor serving model calls and the ledger, when the run uses Dask."""
+    manifests: str | None = None
+    """Where checkpoint manifests go (``compile.manifest``)."""
 
     @classmethod
     def of(cls, workflow: Workflow, options: RunOptions) -> RunSpec:
@@ -54,10 +56,20 @@ class RunSpec:
             artifacts=options.artifact_level(),
             storage=options.storage_for(workflow.root_dir),
             fresh=options.fresh,
+            manifests=str(manifest_dir(workflow.root_dir, options)),
         )
 
     def with_services(self, services: Any) -> RunSpec:
         return replace(self, services=services)
+
+
+def manifest_dir(root: Path, options: RunOptions) -> Path:
+    """Checkpoint manifests sit beside a folder result storage (``.folpipe/manifests`` by
+    default), else in the workflow's ``.folpipe/manifests``."""
+    storage = options.storage_for(Path(root))
+    if isinstance(storage, Path):
+        return storage.absolute().parent / "manifests"
+    return Path(root) / ".folpipe" / "manifests"
 
 
 def override_of(

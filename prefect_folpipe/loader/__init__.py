@@ -15,16 +15,17 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ..errors import Diagnostic, Severity
+from ..errors import Diagnostic
 from ..workflow.tree import Task, ToolSpec, Workflow
 from . import _tools
-from ._cascade import Cascade, ProviderTable, check_task_provider
+from ._cascade import Cascade
 from ._discover import Discovery, RawTask
-from ._hash import task_hash
+from ._hash import file_digests, task_hash
 from ._instructions import Snippets, system_prompt
-from ._yaml import Loc, SourceMap
+from ._providers import ProviderTable, check_provider_blocks, check_task_provider
+from ._yaml import Loc, SourceMap, parse_yaml
 
-__all__ = ["LoadResult", "Loc", "SourceMap", "load"]
+__all__ = ["LoadResult", "Loc", "SourceMap", "file_digests", "load", "parse_yaml"]
 
 
 @dataclass
@@ -86,8 +87,7 @@ class _Builder:
         self.diagnostics: list[Diagnostic] = []
         self.sources: dict[int, SourceMap] = {}
         self.snippets = Snippets(root)
-        self.providers = ProviderTable.from_root(raw_root.config, raw_root.source)
-        self.diagnostics += self.providers.diagnostics
+        self.providers = ProviderTable()
         shared, problems = _tools.shared_tools(root)
         self.shared_tools: tuple[ToolSpec, ...] = shared
         self._add(problems, "")
@@ -95,11 +95,13 @@ class _Builder:
 
     def build(self, raw: RawTask, parent: Cascade, lineage: _tools.Lineage) -> Task:
         cascade = parent.child(raw.config)
-        provider = self.providers.resolve(cascade.agent)
-        self.diagnostics += check_task_provider(
-            raw.config, provider, self.providers, raw.source, raw.path
+        self.diagnostics += check_provider_blocks(
+            raw.config, cascade.providers, raw.source, raw.path
         )
-        self._check_providers_block(raw)
+        provider = self.providers.resolve(cascade.agent, cascade.providers)
+        self.diagnostics += check_task_provider(
+            raw.config, provider, cascade.providers, raw.source, raw.path
+        )
         instructions, snippet_files = self._instructions(raw)
         own, problems = _tools.own_tools(raw.folder, raw.entries, raw.path)
         self._add(problems, raw.path)
@@ -116,7 +118,10 @@ class _Builder:
             path=raw.path,
             folder=raw.folder,
             config=raw.config,
-            settings=cascade.effective_settings(),
+            settings=cascade.effective_settings(
+                loop=raw.config.subtasks is not None
+                and raw.config.subtasks.execution_type == "loop"
+            ),
             priority=raw.priority,
             instructions=instructions,
             instructions_file=raw.instructions_file,
@@ -126,7 +131,7 @@ class _Builder:
             tools=tools,
             own_tools=own,
             provider=provider,
-            hooks=_tools.hooks(raw.folder, raw.entries),
+            hooks=_tools.hooks(raw.folder, raw.entries, raw.config),
             content_hash=hash_,
             source_file=raw.source_file,
             rel_dir=raw.rel_dir,
@@ -143,21 +148,6 @@ class _Builder:
         )
         self.diagnostics += problems
         return text, files
-
-    def _check_providers_block(self, raw: RawTask) -> None:
-        if raw is self.raw_root or raw.config.providers is None:
-            return
-        self.diagnostics.append(
-            Diagnostic(
-                "FP163",
-                "a `providers:` block is read only from the root task.yaml; this one is ignored",
-                raw.source.file,
-                raw.source.line(("providers",)),
-                raw.path,
-                "move it to the root task.yaml; pick a provider here with `agent: {provider: ...}`",
-                Severity.WARNING,
-            )
-        )
 
     def _add(self, problems: list[Diagnostic], path: str) -> None:
         """Diagnostics from the tools package, with files made relative to the root."""

@@ -1,4 +1,5 @@
-"""Reading one task folder's files: task.yaml or SKILL.md front-matter, instructions, the name.
+"""Reading one task folder's files: task.yaml or SKILL.md front-matter (``skills``),
+instructions, the name.
 
 Every file is read once; its bytes are kept (``blobs``) so content hashes need not read it
 again. Problems become diagnostics (FP102, FP105, FP107, FP108, FP116), never exceptions.
@@ -13,6 +14,7 @@ from ..errors import Diagnostic, Severity
 from ..workflow.config import TaskConfig
 from ._config import parse_config
 from ._yaml import SourceMap, YamlProblem, parse_yaml
+from .skills import skill_config
 
 TASK_YAML = "task.yaml"
 INSTRUCTIONS = "instructions.md"
@@ -91,8 +93,10 @@ class FolderFiles:
                 "end the YAML front-matter with a line holding only ---",
             )
             return TaskConfig(), SourceMap(rel), file, (text, file, 1)
-        config, source = self._parse("".join(lines[1:end]), rel, label, line_offset=1)
-        return config, source, file, ("".join(lines[end + 1 :]), file, end + 2)
+        front = "".join(lines[1:end])
+        config, source = self._parse(front, rel, label, line_offset=1, skill=file.parent.name)
+        body = "".join(lines[end + 1 :])
+        return config, source, file, (body, file, end + 2) if body.strip() else None
 
     def read_text(self, file: Path, rel: str, label: str) -> str | None:
         try:
@@ -121,13 +125,17 @@ class FolderFiles:
         return None
 
     def _parse(
-        self, text: str, rel: str, label: str, *, line_offset: int = 0
+        self, text: str, rel: str, label: str, *, line_offset: int = 0, skill: str | None = None
     ) -> tuple[TaskConfig, SourceMap]:
+        """task.yaml text (or a SKILL.md front-matter, ``skill`` = its folder's name)."""
         data, source, problems = parse_yaml(text, rel, line_offset=line_offset)
         for problem in problems:
             self._yaml_problem(problem, rel, label)
         if any(p.kind == "syntax" for p in problems):
             return TaskConfig(), source
+        if skill is not None and isinstance(data, dict):
+            data, warnings = skill_config(data, source, skill, label)
+            self.diagnostics += warnings
         config, _, diagnostics = parse_config(data, source, label)
         self.diagnostics += diagnostics
         return config, source

@@ -45,6 +45,22 @@ def task_hash(
     return digest.hexdigest()
 
 
+def file_digests(folder: Path) -> dict[str, str]:
+    """sha256 of each of the task's own files that its hash covers, by relative path (what
+    ``folpipe plan`` compares to say which file changed)."""
+    try:
+        entries = frozenset(os.listdir(folder))
+    except OSError:
+        return {}
+    out = {}
+    for rel, file in _own_files(folder, entries):
+        try:
+            out[rel] = hashlib.sha256(file.read_bytes()).hexdigest()
+        except OSError:
+            out[rel] = "unreadable"
+    return out
+
+
 _PROVIDER_BLOBS: dict[int, tuple[ResolvedProvider, bytes]] = {}
 
 

@@ -8,12 +8,13 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..errors import Diagnostic
-from ..workflow.config import TaskConfig
+from ..workflow.config import HttpHook, TaskConfig
 from ..workflow.tree import ToolSpec
 from ._yaml import SourceMap
 from .hooks import discover_hooks
 from .inheritance import resolve_tools
-from .toolmodules import discover_tools
+from .tooldefs import diagnostic
+from .toolmodules import discover_module_tools, discover_tools, mentions_tool
 from .toolsmd import parse_tools_md
 
 Lineage = Sequence[tuple[str, TaskConfig, tuple[ToolSpec, ...]]]
@@ -22,11 +23,43 @@ Lineage = Sequence[tuple[str, TaskConfig, tuple[ToolSpec, ...]]]
 def own_tools(
     folder: Path, entries: frozenset[str], path: str
 ) -> tuple[tuple[ToolSpec, ...], list[Diagnostic]]:
-    """A task's tools.md + tools/*.py (skipped cheaply when it has neither)."""
-    if "tools.md" not in entries and "tools" not in entries:
-        return (), []
-    tools, diagnostics = discover_tools(folder, owner=path)
-    return tuple(tools), list(diagnostics)
+    """A task's tools.md + tools/*.py, and beside a SKILL.md its scripts/*.py (the Agent
+    Skills folder for code; a name tools.md or tools/ defines wins)."""
+    tools: list[ToolSpec] = []
+    diagnostics: list[Diagnostic] = []
+    if "tools.md" in entries or "tools" in entries:
+        found, problems = discover_tools(folder, owner=path)
+        tools, diagnostics = list(found), list(problems)
+    if "scripts" in entries and "SKILL.md" in entries:
+        found, problems = discover_module_tools(folder / "scripts", owner=path, quiet=True)
+        names = {spec.name for spec in tools}
+        tools += [spec for spec in found if spec.name not in names]
+        diagnostics += problems
+    elif "scripts" in entries:
+        diagnostics += _unread_scripts(folder / "scripts", path)
+    return tuple(tools), diagnostics
+
+
+def _unread_scripts(scripts: Path, path: str) -> list[Diagnostic]:
+    """FP171: ``@tool`` functions in scripts/ of a folder without SKILL.md are not loaded."""
+    marked = [
+        file
+        for file in sorted(scripts.glob("*.py"))
+        if not file.name.startswith("_") and mentions_tool(file)
+    ]
+    return [
+        diagnostic(
+            "FP171",
+            f"scripts/{file.name} defines @tool functions, but scripts/ is read only beside a "
+            "SKILL.md; they are not tools here",
+            file,
+            None,
+            path,
+            "move the module to tools/ (or make the folder a SKILL.md skill)",
+            warning=True,
+        )
+        for file in marked
+    ]
 
 
 def shared_tools(root: Path) -> tuple[tuple[ToolSpec, ...], list[Diagnostic]]:
@@ -62,11 +95,15 @@ def _names_tools(config: TaskConfig) -> bool:
     )
 
 
-def hooks(folder: Path, entries: frozenset[str]) -> dict[str, Path]:
-    """``pre_run`` / ``post_run`` hook files of a task."""
-    if "hooks" not in entries:
-        return {}
-    return dict(discover_hooks(folder))
+def hooks(folder: Path, entries: frozenset[str], config: TaskConfig) -> dict[str, Path | HttpHook]:
+    """``pre_run`` / ``post_run`` hooks of a task: its hook files, else task.yaml's http hooks
+    (folpipe 0.1.8's order)."""
+    found: dict[str, Path | HttpHook] = dict(discover_hooks(folder)) if "hooks" in entries else {}
+    for stage in ("pre_run", "post_run"):
+        http = getattr(config.hooks, stage, None) if config.hooks else None
+        if http is not None:
+            found.setdefault(stage, http)
+    return found
 
 
 _LIST_KEYS: dict[str, tuple[str, ...]] = {

@@ -4,7 +4,8 @@ This is trusted workflow code (never model output). Each ``tools/`` folder becom
 package named after a hash of its files, so modules can use relative imports
 (``from ._helpers import x``), two tasks' ``tools/search.py`` never collide, and an edited file
 is imported afresh. A tools.md code block becomes a module whose line numbers are those of the
-tools.md file, so syntax errors and tracebacks point at the right line.
+tools.md file, so syntax errors and tracebacks point at the right line. Both run inside
+``agentflow_imports()``, so code written for folpipe 0.1.8 can ``from agentflow import tool``.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ import sys
 import traceback
 import types
 from pathlib import Path
+
+from ..workflow.agentflow import agentflow_imports
 
 PACKAGE_PREFIX = "_folpipe_tools_"
 CODE_BLOCK_PREFIX = "_folpipe_toolsmd_"
@@ -49,7 +52,8 @@ def load_tools_module(module_file: str | Path, *, digest: str | None = None) -> 
     path = Path(module_file)
     tools_dir = path.parent
     package = _package_for(tools_dir, digest or tools_dir_digest(tools_dir))
-    return importlib.import_module(f"{package}.{path.stem}")
+    with agentflow_imports():
+        return importlib.import_module(f"{package}.{path.stem}")
 
 
 def load_code_block(code: str, *, source_file: str, line: int) -> types.ModuleType:
@@ -68,7 +72,8 @@ def load_code_block(code: str, *, source_file: str, line: int) -> types.ModuleTy
     compiled = compile("\n" * (line - 1) + code, source_file, "exec")
     sys.modules[name] = module
     try:
-        exec(compiled, module.__dict__)  # the workflow author's own code, never model output
+        with agentflow_imports():
+            exec(compiled, module.__dict__)  # the workflow author's own code, never model output
     except BaseException:
         sys.modules.pop(name, None)
         raise

@@ -7,6 +7,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..workflow.agentflow import ROOT as AGENTFLOW
+from ..workflow.agentflow import SUPPORTED_HINT
 from ..workflow.marker import describe_function, tool_meta
 from ..workflow.toolschema import ToolDefinitionError
 from ..workflow.tree import ToolSpec
@@ -16,9 +18,12 @@ from .toolsmd import SIGNATURE_HINT, parse_tools_md
 
 
 def discover_module_tools(
-    tools_dir: str | Path, *, owner: str
+    tools_dir: str | Path, *, owner: str, quiet: bool = False
 ) -> tuple[list[ToolSpec], Diagnostics]:
-    """``@tool`` functions of ``tools/*.py`` (files starting with ``_`` are helpers)."""
+    """``@tool`` functions of ``tools/*.py`` (files starting with ``_`` are helpers).
+
+    ``quiet``: a module that does not mention ``@tool`` is not imported, and one without a tool
+    is not reported (``scripts/`` beside a SKILL.md also holds plain scripts)."""
     folder = Path(tools_dir)
     tools: list[ToolSpec] = []
     diagnostics: Diagnostics = []
@@ -27,10 +32,10 @@ def discover_module_tools(
     digest = tools_dir_digest(folder)
     seen: dict[str, ToolSpec] = {}
     for file in sorted(folder.glob("*.py")):
-        if file.name.startswith("_"):
+        if file.name.startswith("_") or (quiet and not mentions_tool(file)):
             continue
         found, problems = _tools_of_module(file, digest, owner)
-        diagnostics.extend(problems)
+        diagnostics.extend(p for p in problems if not (quiet and p.code == "FP215"))
         for spec in found:
             if spec.name in seen:
                 first = seen[spec.name]
@@ -51,6 +56,14 @@ def discover_module_tools(
     return tools, diagnostics
 
 
+def mentions_tool(file: Path) -> bool:
+    """Whether a module's text mentions ``@tool`` (a cheap test, nothing is imported)."""
+    try:
+        return "@tool" in file.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+
+
 def _tools_of_module(file: Path, digest: str, owner: str) -> tuple[list[ToolSpec], Diagnostics]:
     try:
         module = load_tools_module(file, digest=digest)
@@ -63,7 +76,7 @@ def _tools_of_module(file: Path, digest: str, owner: str) -> tuple[list[ToolSpec
                 file,
                 line,
                 owner,
-                "fix the module, or declare missing packages under 'dependencies' in task.yaml",
+                _import_hint(exc),
             )
         ]
     tools: list[ToolSpec] = []
@@ -90,6 +103,13 @@ def _tools_of_module(file: Path, digest: str, owner: str) -> tuple[list[ToolSpec
             )
         )
     return tools, diagnostics
+
+
+def _import_hint(exc: BaseException) -> str:
+    missing = getattr(exc, "name", None) if isinstance(exc, ImportError) else None
+    if missing and (missing == AGENTFLOW or missing.startswith(f"{AGENTFLOW}.")):
+        return SUPPORTED_HINT
+    return "fix the module, or declare missing packages under 'dependencies' in task.yaml"
 
 
 def _module_tool(

@@ -18,7 +18,7 @@ from ..workflow.toolschema import ToolDefinitionError, empty_schema
 from ..workflow.tree import ToolSpec
 from . import markdown
 from .code import describe_exception, load_code_block
-from .shellparams import infer_shell_params
+from .shellparams import CMD_VAR, infer_shell_params
 from .tooldefs import (
     CODE_KINDS,
     COMMON_KEYS,
@@ -293,6 +293,16 @@ def _build_shell(source: _Source, metadata: dict[str, Any]) -> ToolSpec | None:
     assert source.parsed.code is not None
     script = source.parsed.code.code
     parameters = _parameters(source, metadata, lambda: infer_shell_params(script))
+    cmd_vars = sorted(set(CMD_VAR.findall(script)))
+    if cmd_vars:
+        source.report(
+            "FP229",
+            f"shell tool {source.section.name!r} reads {', '.join(f'%{v}%' for v in cmd_vars)} "
+            "(Windows cmd syntax): bash does not expand it",
+            source.parsed.code.line,
+            f"write ${cmd_vars[0]} instead (the value is set under both spellings)",
+            warning=True,
+        )
     if parameters is None:
         return None
     return _spec(source, metadata, parameters=parameters, code=script)

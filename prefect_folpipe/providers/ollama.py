@@ -5,6 +5,10 @@ model can do (``/api/show`` lists ``capabilities``), so a task with tools fails 
 when its model cannot call tools, instead of the model ignoring them; it takes a JSON schema
 as ``format`` for typed outputs; and it reports token counts for every call. To use ``/v1``
 anyway, declare ``type: openai`` with ``base_url: http://localhost:11434/v1``.
+
+Ollama's model options (``num_ctx``, ``num_predict``, ``top_k``, ``repeat_penalty``, ...: see
+``workflow.providers.OLLAMA_OPTIONS``) written in the block or a task's ``agent:`` go to the
+request's ``options`` as given; an explicit ``num_predict`` wins over ``max_tokens``.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import httpx
 from ..errors import ConfigError
 from ..messages import AssistantMessage, ModelRequest, ModelResponse, ToolCall, ToolResult, Usage
 from ..workflow.config import ProviderConfig
+from ..workflow.providers import OLLAMA_OPTIONS
 from ..workflow.tree import Task
 from ._sdk import (
     INVALID_ARGUMENTS_KEY,
@@ -145,6 +150,8 @@ def build_request(request: ModelRequest, config: ProviderConfig) -> dict[str, An
     max_tokens = option(config, request.max_tokens, "max_tokens")
     if max_tokens is not None:
         options["num_predict"] = max_tokens
+    extra = config.model_extra or {}
+    options.update((key, extra[key]) for key in OLLAMA_OPTIONS if extra.get(key) is not None)
     if options:
         kwargs["options"] = options
     if request.output_schema is not None and config.json_mode is not False:

@@ -131,10 +131,14 @@ def load_module_provider(spec: str) -> Any:
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
+        legacy = module_name.startswith("agentflow.")
         raise ConfigError(
             f"custom provider module {module_name!r} cannot be imported: {exc}",
             code="FP302",
-            hint="make the module importable (installed, or on PYTHONPATH)",
+            hint="folpipe 0.1.8's provider modules other than ollama and http are not provided: "
+            "use a built-in `type:`, or `--provider scripted --replies FILE` for offline runs"
+            if legacy
+            else "make the module importable (installed, or on PYTHONPATH)",
         ) from None
     if class_name:
         found = getattr(module, class_name, None)

@@ -7,11 +7,12 @@
   ``ctx.task_dir``, ``ctx.workflow_root``, ``ctx.logger``, ``ctx.http`` work as for tools;
   ``task`` has ``name``, ``path``, ``config``. Sync hooks run in a worker thread.
 * ``hooks/<stage>.sh`` runs like a shell tool (stripped environment, cwd = the task folder,
-  process group killed on cancellation) with ``FOLPIPE_CONTEXT`` (the context as JSON;
-  ``FOLPIPE_CONTEXT_FILE`` names a file holding it instead when it is larger than 100 kB),
-  ``FOLPIPE_STAGE``, ``FOLPIPE_TASK_NAME``, ``FOLPIPE_TASK_PATH``, ``FOLPIPE_TASK_DIR`` and
-  ``FOLPIPE_WORKFLOW_ROOT``. If its whole stdout is a JSON object, that object is merged into
-  the context; any other output is logged. A non-zero exit fails the task.
+  process group killed on cancellation) with the context variables of ``shell.context_env``
+  (``FOLPIPE_CONTEXT`` when at most 100 kB, always ``FOLPIPE_CONTEXT_FILE``, the task's name,
+  path, folder and workflow root; ``AGENTFLOW_CONTEXT``, ``AGENTFLOW_CONTEXT_FILE`` and
+  ``AGENTFLOW_TASK_NAME`` are folpipe 0.1.8's names for them) plus ``FOLPIPE_STAGE``. If its
+  whole stdout is a JSON object, that object is merged into the context; any other output is
+  logged. A non-zero exit fails the task.
 * Hooks have no time limit of their own: the task's ``settings.timeout`` bounds them.
 * Any failure raises ``errors.HookError`` naming the hook file (the task fails).
 """
@@ -32,51 +33,43 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import HookError
+from ..workflow.agentflow import agentflow_imports, with_agentflow
+from ..workflow.config import HttpHook
+from ..workflow.marker import Hook
 from ..workflow.toolcontext import ToolContext
+from ..workflow.tree import ToolSpec
 from .redact import redact_secrets
-from .shell import run_script, sandbox_env
+from .shell import context_env, json_object, run_script, sandbox_env
 
 if TYPE_CHECKING:
     from ..workflow.tree import Task, Workflow
 
-MAX_ENV_CONTEXT = 100_000
-
-
-class Hook:
-    """Base class for class-style hooks: subclass it and define ``run(self, ctx, task)``.
-
-    ``run`` may be sync or ``async``; a returned mapping is merged into ``ctx.context``.
-    """
-
-    def run(self, ctx: Any, task: Any) -> Any:
-        raise NotImplementedError("a Hook subclass must define run(self, ctx, task)")
-
 
 class HookContext(ToolContext):
-    """What a hook's ``run(ctx, task)`` receives: a ToolContext plus ``stage`` and ``state``."""
+    """What a hook's ``run(ctx, task)`` receives: a ToolContext (``ctx.state`` included) plus
+    ``stage``."""
 
     def __init__(self, *, stage: str, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.stage = stage
 
-    @property
-    def state(self) -> MutableMapping[str, Any]:
-        """Alias of ``context`` (hooks written for the spec's original runner use it)."""
-        return self.context
-
 
 async def run_hook(
     stage: str,
-    hook_file: str | Path,
+    hook_file: str | Path | HttpHook,
     *,
     context: MutableMapping[str, Any],
     task: Task,
     workflow: Workflow | None = None,
     logger: logging.Logger | logging.LoggerAdapter[Any] | None = None,
 ) -> MutableMapping[str, Any]:
-    """Run one hook; it may change ``context`` in place. Any failure raises HookError."""
-    path = Path(hook_file)
+    """Run one hook (a file, or task.yaml's http hook); it may change ``context`` in place.
+    Any failure raises HookError."""
     log = logger or logging.getLogger("prefect_folpipe.hooks")
+    if isinstance(hook_file, HttpHook):
+        await _run_http_hook(stage, hook_file, context, task, workflow, log)
+        return context
+    path = Path(hook_file)
     try:
         if path.suffix == ".py":
             await _run_python_hook(stage, path, context, task, workflow, log)
@@ -101,7 +94,8 @@ def _load_hook_module(path: Path) -> types.ModuleType:
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     try:
-        spec.loader.exec_module(module)
+        with agentflow_imports():  # hooks written for folpipe 0.1.8 import agentflow
+            spec.loader.exec_module(module)
     finally:
         sys.modules.pop(spec.name, None)
     return module
@@ -146,9 +140,10 @@ async def _run_python_hook(
     )
     try:
         if inspect.iscoroutinefunction(entry):
-            returned = await entry(ctx, task)
+            with agentflow_imports():
+                returned = await entry(ctx, task)
         else:
-            returned = await asyncio.to_thread(entry, ctx, task)
+            returned = await asyncio.to_thread(with_agentflow(entry), ctx, task)
             if inspect.isawaitable(returned):
                 returned = await returned
     finally:
@@ -165,21 +160,16 @@ async def _run_shell_hook(
     workflow: Workflow | None,
     logger: logging.Logger | logging.LoggerAdapter[Any],
 ) -> None:
-    payload = json.dumps(dict(context), default=str, ensure_ascii=False)
-    extra = {
-        "FOLPIPE_STAGE": stage,
-        "FOLPIPE_TASK_NAME": task.name,
-        "FOLPIPE_TASK_PATH": task.path,
-        "FOLPIPE_TASK_DIR": str(Path(task.folder).absolute()),
-        "FOLPIPE_WORKFLOW_ROOT": str(Path(workflow.root_dir if workflow else task.folder)),
-    }
     with tempfile.TemporaryDirectory(prefix="folpipe-hook-") as scratch:
-        if len(payload) > MAX_ENV_CONTEXT:
-            context_file = Path(scratch) / "context.json"
-            context_file.write_text(payload, encoding="utf-8")
-            extra["FOLPIPE_CONTEXT_FILE"] = str(context_file)
-        else:
-            extra["FOLPIPE_CONTEXT"] = payload
+        extra = context_env(
+            context,
+            scratch,
+            task_name=task.name,
+            task_path=task.path,
+            task_dir=task.folder,
+            workflow_root=workflow.root_dir if workflow else task.folder,
+        )
+        extra["FOLPIPE_STAGE"] = stage
         extra["FOLPIPE_HOOK_FILE"] = str(path.absolute())
         executable = path.stat().st_mode & 0o111
         script = 'exec "$FOLPIPE_HOOK_FILE"' if executable else '. "$FOLPIPE_HOOK_FILE"'
@@ -190,19 +180,58 @@ async def _run_shell_hook(
             f"{stage} hook {path} exited with status {result.returncode}: "
             + redact_secrets(output[-2000:])
         )
-    update = _json_object(output)
+    update = json_object(output)
     if update is not None:
         context.update(update)
     elif output:
         logger.info("%s hook output: %s", stage, redact_secrets(output[-2000:]))
 
 
-def _json_object(text: str) -> dict[str, Any] | None:
-    """The JSON object a shell hook printed (its whole stdout), else None."""
-    if not text.startswith("{"):
-        return None
+async def _run_http_hook(
+    stage: str,
+    hook: HttpHook,
+    context: MutableMapping[str, Any],
+    task: Task,
+    workflow: Workflow | None,
+    logger: logging.Logger | logging.LoggerAdapter[Any],
+) -> None:
+    """POST the task's context as JSON (folpipe 0.1.8's http hook) through the http tool's
+    runner, so its egress rules apply; any answer but 2xx fails the task."""
+    from .http import run_http_tool  # only workflows with http hooks pay for httpx
+
+    metadata: dict[str, Any] = {
+        "method": hook.method.upper(),
+        "url": hook.url,
+        "timeout": hook.timeout,
+    }
+    if hook.auth_env:
+        metadata["headers"] = {"Authorization": f"Bearer ${{{hook.auth_env}}}"}
+        metadata["env"] = [hook.auth_env]
+    spec = ToolSpec(
+        name=f"{stage}_hook",
+        kind="http",
+        description=f"{stage} http hook",
+        parameters={"type": "object"},
+        source_file=str(task.source_file or task.folder),
+        metadata=metadata,
+    )
+    payload = json.loads(json.dumps(dict(context), default=str))
+    ctx = ToolContext(
+        context=context,
+        task_dir=task.folder,
+        workflow_root=workflow.root_dir if workflow else task.folder,
+        logger=logger,
+        task=task,
+        workflow=workflow,
+    )
     try:
-        value = json.loads(text)
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None
+        async with asyncio.timeout(hook.timeout):
+            await run_http_tool(spec, payload, ctx)
+    except TimeoutError:
+        raise HookError(f"{stage} http hook {hook.url} timed out after {hook.timeout:g}s") from None
+    except Exception as exc:
+        message = redact_secrets(f"{stage} http hook {hook.url} failed: {exc}")
+        raise HookError(message) from None
+    finally:
+        await ctx.aclose()
+    logger.info("%s http hook %s answered", stage, hook.url)

@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from ..errors import ToolError
 from ..loader.code import load_code_block, load_tools_module
+from ..workflow.agentflow import agentflow_imports, with_agentflow
 from ..workflow.toolcontext import ToolContext
 from ..workflow.toolschema import FunctionSchema, function_schema
 from ..workflow.tree import ToolSpec
@@ -68,5 +69,6 @@ async def run_python(spec: ToolSpec, arguments: Mapping[str, Any], ctx: ToolCont
         raise ToolArgumentError(_validation_text(exc)) from None
     args = (ctx,) if schema.wants_context else ()
     if schema.is_async:
-        return await function(*args, **kwargs)
-    return await asyncio.to_thread(functools.partial(function, *args, **kwargs))
+        with agentflow_imports():
+            return await function(*args, **kwargs)
+    return await asyncio.to_thread(functools.partial(with_agentflow(function), *args, **kwargs))

@@ -23,20 +23,23 @@ import dataclasses
 import json
 import logging
 import os
+import tempfile
 import time
 from collections.abc import Mapping, MutableMapping
+from contextvars import ContextVar
 from dataclasses import dataclass
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ToolError, did_you_mean
 from ..messages import ToolCall, ToolDefinition, ToolResult
+from ..workflow.context import ENV_KEY
 from ..workflow.toolcontext import ToolContext
 from ..workflow.tree import ToolSpec
-from .attempts import ArgumentChecker, Outcome, Runner, error, run_attempts
+from .attempts import ArgumentChecker, Outcome, Runner, error, result_text, run_attempts
 from .python import run_python
 from .redact import redact
-from .shell import ShellToolFailed, run_script, sandbox_env
+from .shell import ShellToolFailed, context_env, json_object, run_script, sandbox_env
 
 if TYPE_CHECKING:
     from ..workflow.tree import Task, Workflow
@@ -48,6 +51,11 @@ LAZY_RUNNER_MODULES: dict[str, str] = {
 }
 MAX_SHELL_OUTPUT = 1_000_000
 TRUNCATION_MARKER = "\n[... truncated {dropped} of {total} characters]"
+
+
+TOOL_STUBS: ContextVar[Mapping[str, Any] | None] = ContextVar("folpipe_tool_stubs", default=None)
+"""Tool name -> the value the tool returns instead of running (``folpipe test``). The model's
+arguments are still checked against the tool's schema first."""
 
 
 def register_runner(kind: str, runner: Runner) -> None:
@@ -64,22 +72,41 @@ class CodedToolError(ToolError):
 
 
 async def run_shell_tool(spec: ToolSpec, arguments: Mapping[str, Any], ctx: ToolContext) -> str:
-    """Run a shell tool in the sandbox; a non-zero exit raises ShellToolFailed with output."""
-    env = sandbox_env(arguments)
-    result = await run_script(
-        spec.code or "",
-        cwd=ctx.task_dir,
-        env=env,
-        max_output=MAX_SHELL_OUTPUT,
-        stdin=json.dumps(dict(arguments), ensure_ascii=False).encode(),
-    )
+    """Run a shell tool in the sandbox with its task's context; a non-zero exit raises
+    ShellToolFailed with output. A whole output that is a JSON object is merged into the
+    context (and is also what the model reads)."""
+    with tempfile.TemporaryDirectory(prefix="folpipe-tool-") as scratch:
+        env = sandbox_env(arguments, extra=_context_env(ctx, scratch))
+        result = await run_script(
+            spec.code or "",
+            cwd=ctx.task_dir,
+            env=env,
+            max_output=MAX_SHELL_OUTPUT,
+            stdin=json.dumps(dict(arguments), ensure_ascii=False).encode(),
+        )
     if result.returncode != 0:
         raise ShellToolFailed(
             f"exited with status {result.returncode}",
             output=result.output,
             returncode=result.returncode,
         )
+    update = None if result.truncated else json_object(result.output)
+    if update is not None:
+        ctx.context.update(update)
     return result.output
+
+
+def _context_env(ctx: ToolContext, scratch: str) -> dict[str, str]:
+    task = ctx.task
+    context = {k: v for k, v in ctx.context.items() if k != ENV_KEY}
+    return context_env(
+        context,
+        scratch,
+        task_name=task.name if task is not None else "",
+        task_path=task.path if task is not None else "",
+        task_dir=ctx.task_dir,
+        workflow_root=ctx.workflow_root,
+    )
 
 
 async def run_reference_tool(spec: ToolSpec, arguments: Mapping[str, Any], ctx: ToolContext) -> Any:
@@ -240,6 +267,9 @@ class Toolbox:
         problem = self.arguments.problem(spec, arguments)
         if problem:
             return error("FP231", f"invalid arguments for {spec.name!r}: {problem}")
+        stubs = TOOL_STUBS.get()
+        if stubs is not None and spec.name in stubs:
+            return Outcome(result_text(stubs[spec.name]), False, 1)
         try:
             runner = runner_for(spec.kind)
         except ToolError as exc:

@@ -14,7 +14,13 @@
   cancels the coroutine) the whole process group gets SIGTERM, then SIGKILL, and is reaped
   before ``CancelledError`` propagates.
 * Shell tools also get their arguments as a JSON object on stdin (for ``jq`` and friends).
-* stdout and stderr are captured together, up to ``max_output`` bytes.
+* Shell tools and hooks get the task's context (:func:`context_env`): ``FOLPIPE_CONTEXT`` (JSON,
+  when it is at most 100 kB) and always ``FOLPIPE_CONTEXT_FILE`` (a file holding the same JSON),
+  with ``AGENTFLOW_CONTEXT`` / ``AGENTFLOW_CONTEXT_FILE`` as aliases (folpipe 0.1.8's names),
+  and ``FOLPIPE_TASK_NAME`` (alias ``AGENTFLOW_TASK_NAME``), ``FOLPIPE_TASK_PATH``,
+  ``FOLPIPE_TASK_DIR``, ``FOLPIPE_WORKFLOW_ROOT``.
+* stdout and stderr are captured together, up to ``max_output`` bytes; a whole output that is
+  one JSON object is merged into the context (:func:`json_object`).
 """
 
 from __future__ import annotations
@@ -59,6 +65,9 @@ FORBIDDEN_ARGUMENT_NAMES = frozenset(
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 DEFAULT_MAX_OUTPUT = 1_000_000
 KILL_GRACE_SECONDS = 2.0
+MAX_ENV_CONTEXT = 100_000
+"""Above this many characters the context is passed only as a file (the kernel caps one
+environment string at 128 KiB)."""
 
 
 class ShellToolFailed(ToolError):
@@ -101,6 +110,46 @@ def sandbox_env(
             env[upper] = text
     env.update(extra or {})
     return env
+
+
+def context_env(
+    context: Mapping[str, Any],
+    scratch: str | Path,
+    *,
+    task_name: str,
+    task_path: str,
+    task_dir: str | Path,
+    workflow_root: str | Path,
+) -> dict[str, str]:
+    """The variables giving a script its task's context (written under ``scratch``)."""
+    payload = json.dumps(dict(context), default=str, ensure_ascii=False)
+    context_file = Path(scratch) / "context.json"
+    context_file.write_text(payload, encoding="utf-8")
+    env = {
+        "FOLPIPE_CONTEXT_FILE": str(context_file),
+        "FOLPIPE_TASK_NAME": task_name,
+        "FOLPIPE_TASK_PATH": task_path,
+        "FOLPIPE_TASK_DIR": str(Path(task_dir).absolute()),
+        "FOLPIPE_WORKFLOW_ROOT": str(Path(workflow_root).absolute()),
+    }
+    if len(payload) <= MAX_ENV_CONTEXT:
+        env["FOLPIPE_CONTEXT"] = payload
+    for name in ("CONTEXT", "CONTEXT_FILE", "TASK_NAME"):
+        if f"FOLPIPE_{name}" in env:
+            env[f"AGENTFLOW_{name}"] = env[f"FOLPIPE_{name}"]
+    return env
+
+
+def json_object(text: str) -> dict[str, Any] | None:
+    """The JSON object a script printed as its whole output, else None."""
+    text = text.strip()
+    if not text.startswith("{"):
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def _check_argument_name(name: str) -> None:

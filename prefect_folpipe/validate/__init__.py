@@ -24,6 +24,7 @@ from .deploy_rules import check_deploy
 from .failure import check_failure_policy
 from .hook_files import check_hook_files
 from .loops import check_loops
+from .outputs import check_output_names
 from .structure import check_empty_tasks
 
 Rule = Callable[[LoadResult], Iterable[Diagnostic]]
@@ -34,6 +35,7 @@ RULES: tuple[Rule, ...] = (
     check_loops,
     check_conditions,
     check_failure_policy,
+    check_output_names,
     check_approvals,
     check_deploy,
     check_backends,

@@ -151,6 +151,24 @@ class SecurityConfig(StrictModel):
     """http tools: allow private / link-local / loopback addresses."""
 
 
+class HttpHook(StrictModel):
+    """A task.yaml ``hooks:`` entry (folpipe 0.1.8): POST the task's context to ``url``."""
+
+    type: Literal["http"] = "http"
+    url: str
+    method: str = "POST"
+    auth_env: str | None = None
+    """Environment variable whose value is sent as ``Authorization: Bearer <value>``."""
+    timeout: float = Field(default=10.0, gt=0)
+
+
+class HooksConfig(StrictModel):
+    """task.yaml ``hooks:``; a ``hooks/<stage>.py`` or ``.sh`` file of the task wins."""
+
+    pre_run: HttpHook | None = None
+    post_run: HttpHook | None = None
+
+
 class McpServer(StrictModel):
     """An MCP server the workflow's mcp tools talk to (root task.yaml only)."""
 
@@ -218,6 +236,7 @@ class TaskConfig(StrictModel):
     dependencies: list[str] = Field(default_factory=list)
     on_failure: OnFailure = "fail"
     default_output: dict[str, Any] | None = None
+    hooks: HooksConfig | None = None
     approval: ApprovalConfig | None = None
     """Wait for a person's answer before the task runs (Prefect UI, terminal, --approve)."""
     mcp_servers: dict[str, McpServer] = Field(default_factory=dict)

@@ -4,7 +4,7 @@
 * which keys its checkpoint covers (what it sees, or everything when hooks or tools can read
   the whole context);
 * where an answer lands (declared keys at the top level and under the task's name, or the
-  text under the task's name);
+  text under the task's name; a declared key always wins over the copy under a name);
 * the reserved keys ``_env`` and ``_errors``.
 
 The agent (what the model is sent) and compile (the checkpoint key) both read these, so the key
@@ -14,7 +14,7 @@ always describes what the model was sent.
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from .tree import Task
@@ -57,10 +57,23 @@ def checkpoint_inputs(task: Task, context: Mapping[str, Any], phase: str = "sing
     return {key: context.get(key) for key in keys}
 
 
-def answer_delta(task: Task, outputs: Mapping[str, Any] | None, text: str = "") -> dict:
-    """Where an answer lands: declared outputs at the top level and under the task's name;
-    without declared outputs, the text under the task's name."""
+def answer_delta(
+    task: Task,
+    outputs: Mapping[str, Any] | None,
+    text: str = "",
+    *,
+    declared: Collection[str] = (),
+) -> dict:
+    """Where an answer lands: declared outputs at the top level and, as a copy, under the
+    task's name; without declared outputs, the text under the task's name.
+
+    A declared top-level key always wins: the copy under the task's name is left out when that
+    name is one of the task's own output keys or in ``declared`` (every key some task of the
+    workflow declares, :attr:`Workflow.declared_outputs`).
+    """
     if task.config.output is None and outputs is None:
         return {task.name: text}
     values = copy.deepcopy(dict(outputs or {}))
+    if task.name in values or task.name in declared or task.name in task.config.output_keys:
+        return values
     return {**values, task.name: copy.deepcopy(values)}

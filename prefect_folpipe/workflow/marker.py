@@ -1,4 +1,5 @@
-"""``@tool``: mark a function in ``tools/*.py`` (or a tools.md code block) as a tool.
+"""``@tool``: mark a function in ``tools/*.py`` (or a tools.md code block) as a tool; ``Hook``:
+the base class of class-style hooks.
 
 ```python
 from prefect_folpipe import tool, ToolContext
@@ -107,6 +108,16 @@ def tool(
         return func
 
     return mark(fn) if fn is not None else mark
+
+
+class Hook:
+    """Base class for class-style hooks: subclass it and define ``run(self, ctx, task)``.
+
+    ``run`` may be sync or ``async``; a returned mapping is merged into ``ctx.context``.
+    """
+
+    def run(self, ctx: Any, task: Any) -> Any:
+        raise NotImplementedError("a Hook subclass must define run(self, ctx, task)")
 
 
 def tool_meta(fn: Any) -> ToolMeta | None:

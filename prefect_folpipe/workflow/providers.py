@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from functools import cache
 from importlib.metadata import entry_points
+from typing import Any, Protocol
 
 BUILTIN_TYPES: tuple[str, ...] = ("anthropic", "openai", "ollama", "scripted", "replay")
 ALIASES: dict[str, str] = {"claude": "anthropic"}
@@ -54,3 +55,45 @@ def entry_point_names() -> frozenset[str]:
 def known_provider_names() -> list[str]:
     """Built-ins, aliases and installed entry points (for hints and validation)."""
     return sorted({*builtin_names(), *entry_point_names()})
+
+
+HTTP_FORMATS: dict[str, str] = {"openai": "openai", "anthropic": "anthropic"}
+"""``type: http`` blocks (folpipe 0.1.8): ``format:`` -> the SDK adapter that speaks it."""
+OLLAMA_OPTIONS: tuple[str, ...] = (
+    "numa", "num_ctx", "num_batch", "num_gpu", "main_gpu", "low_vram", "f16_kv", "logits_all",
+    "vocab_only", "use_mmap", "use_mlock", "embedding_only", "num_thread", "num_keep", "seed",
+    "num_predict", "top_k", "top_p", "tfs_z", "typical_p", "repeat_last_n", "repeat_penalty",
+    "presence_penalty", "frequency_penalty", "mirostat", "mirostat_tau", "mirostat_eta",
+    "penalize_newline", "stop", "min_p",
+)  # fmt: skip
+"""Ollama's model ``options``: passed through as given (``num_predict`` wins over
+``max_tokens``)."""
+PROVIDER_OPTIONS: dict[str, tuple[str, ...]] = {
+    "ollama": (*OLLAMA_OPTIONS, "tool_calling", "format"),
+}
+"""Keys a built-in adapter takes beyond the common block keys."""
+
+
+class _Block(Protocol):
+    type: str | None
+    module: str | None
+
+
+def is_http_block(block: _Block) -> bool:
+    """``type: http`` or ``module: agentflow.providers.http`` (folpipe 0.1.8's http provider)."""
+    if block.type is not None:
+        return block.type.strip().lower() == "http"
+    module = (block.module or "").strip().lower()
+    return any(module == f"{prefix}http" for prefix in LEGACY_PREFIXES[:1])
+
+
+def ignored_key_hint(kind: str, key: str, value: Any) -> str | None:
+    """Why a key folpipe 0.1.8 accepted does nothing here (None: the key works)."""
+    if kind == "ollama" and key == "tool_calling" and value != "native":
+        return (
+            "tools are always called natively; a model without tool support fails before "
+            "the run (FP323): pick one that lists `tools` in `ollama show`"
+        )
+    if kind == "ollama" and key == "format":
+        return "typed outputs are requested as a JSON schema; `json_mode: false` turns that off"
+    return None

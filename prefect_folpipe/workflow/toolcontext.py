@@ -22,9 +22,12 @@ HTTP_TIMEOUT = 30.0
 class ToolContext:
     """Access to the task's context, folders, logger and HTTP clients.
 
-    * ``ctx.get("key")`` / ``ctx.get("a.b")`` read the task's context (dotted keys walk dicts);
-    * ``ctx.context`` is the context dict itself;
-    * ``ctx.task_dir`` / ``ctx.workflow_root`` are absolute paths;
+    * ``ctx.get("key")`` / ``ctx.get("a.b")`` read the task's context (dotted keys walk dicts),
+      ``ctx.set("key", value)`` writes a top-level key;
+    * ``ctx.context`` is the context dict itself (``ctx.state`` is an alias, as tools and hooks
+      written for folpipe 0.1.8 use it);
+    * ``ctx.task_dir`` / ``ctx.workflow_root`` are absolute paths (``ctx.task_path`` is an
+      alias of ``task_dir``, folpipe 0.1.8's name);
     * ``ctx.http`` is a synchronous ``httpx.Client`` (for sync tools), ``ctx.ahttp`` an
       ``httpx.AsyncClient`` (for async tools); both are created on first use and closed when
       the task's toolbox closes;
@@ -72,6 +75,20 @@ class ToolContext:
             if node is _MISSING:
                 return default
         return node
+
+    def set(self, key: str, value: Any) -> None:
+        """Write ``value`` under the top-level ``key`` (merged upward like any task output)."""
+        self.context[key] = value
+
+    @property
+    def state(self) -> MutableMapping[str, Any]:
+        """Alias of ``context`` (folpipe 0.1.8's name; its tools and hooks use it)."""
+        return self.context
+
+    @property
+    def task_path(self) -> Path:
+        """Alias of ``task_dir`` (folpipe 0.1.8's name: the task's folder)."""
+        return self.task_dir
 
     def resolve_path(self, path: str | Path) -> Path:
         """The real path of ``path`` if the task may touch it, else ``SandboxViolation``."""

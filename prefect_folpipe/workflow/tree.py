@@ -8,10 +8,18 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
-from .config import ExecutionType, OnError, OnMaxIterations, ProviderConfig, TaskConfig
+from .config import (
+    ExecutionType,
+    HttpHook,
+    OnError,
+    OnMaxIterations,
+    ProviderConfig,
+    TaskConfig,
+)
 
 ToolKind = Literal["python", "shell", "http", "mcp", "reference"]
 ToolOrigin = Literal["own", "shared", "inherited"]
@@ -22,6 +30,14 @@ DEFAULT_MAX_TURNS = 20
 DEFAULT_OUTPUT_RETRIES = 2
 DEFAULT_TOOL_RESULT_MAX_CHARS = 20_000
 DEFAULT_TOOL_TIMEOUT = 120.0
+DEFAULT_MAX_RETRIES = 2
+"""Retries when no task.yaml says ``max_retries`` (3 attempts, as folpipe 0.1.8 made)."""
+DEFAULT_TIMEOUT = 300.0
+"""Seconds per attempt when no task.yaml says ``timeout`` (folpipe 0.1.8's default). Not
+applied to a loop task, whose ``timeout`` bounds the whole loop."""
+TRANSIENT_ERRORS: tuple[str, ...] = ("rate_limit", "server_error", "timeout", "TimeoutError")
+"""What the default retries retry: provider rate limits, server errors and time-outs, and
+task time-outs. An explicit ``max_retries`` retries every retryable error (or ``retry_on``)."""
 
 
 @dataclass(frozen=True)
@@ -136,8 +152,8 @@ class Task:
     own_tools: tuple[ToolSpec, ...] = ()
     provider: ResolvedProvider | None = None
     """``None`` when nothing in the tree configures one (an error only if the task runs)."""
-    hooks: Mapping[str, Path] = field(default_factory=dict)
-    """``pre_run`` / ``post_run`` -> hook file (.py or .sh)."""
+    hooks: Mapping[str, Path | HttpHook] = field(default_factory=dict)
+    """``pre_run`` / ``post_run`` -> hook file (.py or .sh), else task.yaml's http hook."""
     content_hash: str = ""
     """sha256 over the task's own files + resolved tools + provider settings (cache keys)."""
     source_file: Path | None = None
@@ -184,6 +200,18 @@ class Workflow:
     shared_tools: tuple[ToolSpec, ...] = ()
     warnings: tuple[Any, ...] = ()
     """Diagnostics of severity warning found while loading."""
+
+    @cached_property
+    def declared_outputs(self) -> frozenset[str]:
+        """Every output key some task (enabled or not) declares: the copy of an answer under
+        a task's name never replaces one of these (ARCHITECTURE §4)."""
+        keys: set[str] = set()
+        stack = [self.root]
+        while stack:
+            task = stack.pop()
+            keys.update(task.config.output_keys)
+            stack.extend([*task.children, *task.disabled_children])
+        return frozenset(keys)
 
     def tasks(self) -> list[Task]:
         """Every enabled task, root first, depth first in sibling order."""

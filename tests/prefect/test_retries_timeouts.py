@@ -91,7 +91,7 @@ def test_timeout_cancels_a_slow_model_call(make_workflow, run):
 def test_two_second_timeout_stops_a_sixty_second_shell_tool(make_workflow, run):
     marker = "61.73"
     files = {
-        "task.yaml": {"name": "shell-timeout", "settings": {"timeout": 2}},
+        "task.yaml": {"name": "shell-timeout", "settings": {"timeout": 2, "max_retries": 0}},
         "replies.yaml": {
             "tasks": {"napper": [{"tool_calls": [{"name": "nap", "arguments": {}}]}, "woke"]}
         },

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from prefect_folpipe.errors import Diagnostic, WorkflowValidationError
 from prefect_folpipe.validate import load_workflow, validate_workflow
 from prefect_folpipe.workflow.config import TaskConfig
-from prefect_folpipe.workflow.tree import Task
+from prefect_folpipe.workflow.tree import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, Task
 
 WORDS = ["alpha", "beta", "gamma", "delta", "eps", "zeta", "eta", "theta", "iota", "kappa"]
 
@@ -200,8 +200,8 @@ def write_settings_tree(node: dict, folder: Path) -> None:
 
 def check_cascade(task: Task, node: dict, inherited: dict) -> None:
     merged = {**inherited, **{k: v for k, v in node.items() if k != "children" and v is not None}}
-    timeout = merged.get("timeout")
-    assert task.settings.max_retries == merged.get("max_retries", 0)
+    timeout = merged.get("timeout", DEFAULT_TIMEOUT)  # the defaults when nothing says
+    assert task.settings.max_retries == merged.get("max_retries", DEFAULT_MAX_RETRIES)
     assert task.settings.timeout == (None if timeout in (None, -1) else timeout)
     assert task.settings.tags == tuple(merged.get("tags", ()))
     for child_task, child in zip(task.children, node["children"], strict=True):

@@ -258,15 +258,20 @@ def test_unknown_agent_key_for_builtin_provider(tmp_path: Path) -> None:
     )
 
 
-def test_providers_block_below_the_root_is_ignored_with_a_warning(tmp_path: Path) -> None:
+def test_providers_block_below_the_root_is_checked_where_it_is_written(tmp_path: Path) -> None:
     diag = only(
         tmp_path,
         {
-            "subtasks/x/task.yaml": "providers:\n  default: openai\n",
+            "subtasks/x/task.yaml": "providers:\n  default: openai\n  openai:\n    modle: x\n",
             "subtasks/x/instructions.md": "x",
         },
     )
-    assert (diag.code, diag.severity, diag.line) == ("FP163", Severity.WARNING, 1)
+    assert (diag.code, diag.file, diag.line, diag.task) == (
+        "FP161",
+        "subtasks/x/task.yaml",
+        4,
+        "x",
+    )
 
 
 def test_depends_on_outside_graph(tmp_path: Path) -> None:

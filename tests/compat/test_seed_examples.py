@@ -1,0 +1,86 @@
+"""folpipe 0.1.8's three examples run unmodified (point 10): fetched from its sdist at test
+time, run with the CLI from the folder holding ``examples/`` (as 0.1.8's README does) with
+our scripted replies (tests/fixtures/compat/)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.prefect
+
+REPLIES = Path(__file__).parent.parent / "fixtures" / "compat"
+
+
+def folpipe(cwd: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "prefect_folpipe", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+def run_example(cwd: Path, env: dict[str, str], name: str, *extra: str) -> dict[str, Any]:
+    validated = folpipe(cwd, env, "validate", f"examples/{name}", "--json")
+    assert json.loads(validated.stdout)["ok"], validated.stdout
+    replies = str(REPLIES / f"{name}.yaml")
+    args = ["run", f"examples/{name}", "--provider", "scripted", "--replies", replies, "--json"]
+    done = folpipe(cwd, env, *args, *extra)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return json.loads(done.stdout)
+
+
+def test_hello_world(seed_examples: Path, cli_env: dict[str, str]) -> None:
+    doc = run_example(seed_examples.parent, cli_env, "hello_world")
+    assert doc["status"] == "completed"
+    assert doc["context"]["greeting"] == "Hello! Nice to meet you."
+    assert doc["usage"]["model_calls"] == 1
+
+
+def test_cv_pipeline_writes_its_pdf(seed_examples: Path, cli_env: dict[str, str]) -> None:
+    context = {
+        "url": "https://jobs.example.com/123",
+        "cv_info_path": "examples/cv_pipeline/candidate_info.txt",
+    }
+    doc = run_example(
+        seed_examples.parent, cli_env, "cv_pipeline", "--context", json.dumps(context)
+    )
+    assert doc["status"] == "completed"
+    statuses = {task["path"]: task["status"] for task in doc["tasks"]}
+    assert set(statuses.values()) == {"completed"}
+    final_cv = doc["context"]["final_cv"]
+    assert isinstance(final_cv, str) and final_cv.startswith("Jane Doe")  # FP158's rule
+    models = {task["path"]: task for task in doc["tasks"]}
+    assert models["generate_pdf"]["tool_calls"] == 2
+    pdf = seed_examples / "cv_pipeline" / "output" / "cv.pdf"
+    data = pdf.read_bytes()
+    # fpdf2 (the example's dependency) writes PDF 1.3; the replies' hand-made fallback 1.4
+    assert data.startswith(b"%PDF-1.3"), data[:20]
+    assert data.rstrip().endswith(b"%%EOF")
+
+
+def test_release_pipeline_reports_the_approval(
+    seed_examples: Path, cli_env: dict[str, str]
+) -> None:
+    doc = run_example(seed_examples.parent, cli_env, "release_pipeline")
+    assert doc["status"] == "completed"
+    statuses = {task["path"]: task["status"] for task in doc["tasks"]}
+    assert statuses["deploy_production"] == "completed"  # skip_if saw the approval
+    assert statuses["staging/review"] == "completed"
+    output = seed_examples / "release_pipeline" / "output"
+    report = json.loads((output / "release_report.json").read_text())
+    assert report["staging"]["approved"] is True
+    assert report["version"] == "1.2.0"
+    assert report["errors"] == []
+    assert (output / "release-1.2.0.zip").is_file()
+    assert (output / "production_manifest.json").is_file()
+    assert (output / "deployment_notification.txt").is_file()
+    assert (seed_examples / "release_pipeline" / ".staging" / "manifest.json").is_file()
