@@ -84,3 +84,40 @@ def test_approve_answers_ahead_and_no_answer_is_a_coded_failure(tmp_path: Path, 
         timeout=240, stdin=subprocess.DEVNULL,
     )  # fmt: skip
     assert bad.returncode == 2 and json.loads(bad.stdout)["error"]["code"] == "FP402"
+
+
+def test_folpipe_test_cases_answer_gates(tmp_path: Path, prefect_harness) -> None:  # type: ignore[no-untyped-def]
+    from click.testing import CliRunner
+
+    from prefect_folpipe.cli import cli
+
+    cases = [
+        {
+            "name": "approved ships",
+            "models": {"default": "ok"},
+            "approvals": {"ship": {"approved": True, "comment": "go"}},
+            "expect": {"ran": ["ship"], "context": {"approved": True, "comment": "go"}},
+        },
+        {
+            "name": "rejected does not ship",
+            "models": {"default": "ok"},
+            "approvals": {"ship": {"approved": False, "comment": "no"}},
+            "expect": {"skipped": ["ship"], "context": {"approved": False}},
+        },
+        {
+            "name": "unanswered fails the gate",
+            "models": {"default": "ok"},
+            "expect": {"status": "failed", "failed": ["ship"]},
+        },
+    ]
+    root = write_workflow(tmp_path / "wf", {**FILES, "tests.yaml": {"cases": cases}})
+    done = CliRunner().invoke(cli, ["test", str(root), "--json"])
+    report = json.loads(done.stdout)
+    assert done.exit_code == 0, report
+    assert [case["ok"] for case in report["cases"]] == [True, True, True]
+
+    wrong = [{"name": "no such gate", "approvals": {"nope": {"approved": True}}}]
+    (root / "tests.yaml").write_text(json.dumps({"cases": wrong}))
+    refused = CliRunner().invoke(cli, ["test", str(root), "--json"])
+    assert refused.exit_code == 2
+    assert json.loads(refused.stdout)["error"]["code"] == "FP181"
