@@ -110,7 +110,12 @@ def test_a_process_that_exits_right_after_its_run_still_writes_every_artifact(tm
             )
 
     keys = {artifact.key for artifact in asyncio.run(read())}
-    assert keys == {"cli-pipeline-draft", "cli-pipeline-review", "cli-pipeline-summary"}
+    assert keys == {
+        "cli-pipeline-draft",
+        "cli-pipeline-review",
+        "cli-pipeline-summary",
+        "cli-pipeline-cost",
+    }
 
 
 def test_failed_run_exits_one_and_resume_in_a_new_process_reuses_checkpoints(tmp_path, cli_env):

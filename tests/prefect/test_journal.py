@@ -84,7 +84,7 @@ def test_a_timeout_in_call_12_resumes_with_one_paid_call(make_workflow, run, tmp
     """The issue's case: the 12th call is slower than settings.timeout. The failed run is
     resumed (more time given); the 11 answers come from the journal, the tool runs again."""
     log = tmp_path / "lookups.log"
-    files = _agent(12, {"echo": True}, settings={"timeout": 2})
+    files = _agent(12, {"echo": True}, settings={"timeout": 2, "max_retries": 0})
     files["replies.yaml"]["tasks"]["agent"][-1] = {"echo": True, "delay": 3}
     wf = make_workflow(files)
     with pytest.MonkeyPatch.context() as patch:
