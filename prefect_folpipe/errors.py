@@ -209,6 +209,21 @@ class WorkflowFailed(FolpipeError):
         self.result = result
 
 
+class InfrastructureError(FolpipeError):
+    """The run could not complete because something outside the workflow failed: the Prefect
+    API (unreachable FP520, erroring FP521, its temporary server not starting FP523) or a
+    signal (FP522). Running again, or ``folpipe resume``, may succeed."""
+
+    code = "FP520"
+    retryable = True
+
+
+class RunInterrupted(InfrastructureError):
+    """A signal (SIGINT, SIGTERM) stopped the run; finished tasks are checkpointed."""
+
+    code = "FP522"
+
+
 def is_retryable(exc: BaseException) -> bool:
     """Whether an exception is worth another attempt: our own errors say so, others are."""
     if isinstance(exc, FolpipeError):

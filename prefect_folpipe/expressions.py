@@ -16,13 +16,18 @@ any depth) reads as ``None``, ``true`` / ``false`` / ``null`` alias Python's con
 only whitelisted functions (``any``, ``all``, ``len``, ...) and read-only methods (``get``,
 ``keys``, ``lower``, ...) can be called. Dunder attributes, imports, lambdas, assignments and
 any other call are rejected at compile time, so ``folpipe validate`` reports them (FP131).
-Evaluation is bounded: simpleeval caps powers, string repetition and comprehension sizes.
+
+Evaluation is bounded in time and memory (``expression_bounds``): the *results* of ``**``,
+``*``, ``<<`` and ``sum()`` are capped, every evaluation has a step budget and a deadline
+(``Condition.evaluate(context, timeout=...)``; at most ``MAX_SECONDS``). A constant
+sub-expression that breaks a bound (``4000000 ** 4000000``, ``sum([[0]*50000]*400, [])``) is
+rejected at compile time (FP133), so ``folpipe validate`` reports it instead of a run hanging.
 """
 
 from __future__ import annotations
 
 import ast
-import re
+import contextvars
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -31,6 +36,8 @@ from typing import Any
 import simpleeval
 
 from .errors import FolpipeError, did_you_mean
+from .expression_bounds import OPERATORS as BOUNDED_OPERATORS
+from .expression_bounds import BoundExceeded, Budget, bounded_sum, constant_parts
 
 FUNCTIONS: dict[str, Callable[..., Any]] = {
     "any": any,
@@ -38,7 +45,7 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "len": len,
     "min": min,
     "max": max,
-    "sum": sum,
+    "sum": bounded_sum,
     "abs": abs,
     "round": round,
     "sorted": sorted,
@@ -103,7 +110,8 @@ _UNSAFE_HINT = (
 class ExpressionError(FolpipeError):
     """An expression or structured condition that cannot be compiled or evaluated.
 
-    ``code`` is FP130 (unparsable), FP131 (unsafe) or FP132 (failed while evaluating).
+    ``code`` is FP130 (unparsable), FP131 (unsafe), FP132 (failed while evaluating) or FP133
+    (a constant part exceeds the evaluation bounds).
     """
 
     code = "FP130"
@@ -116,18 +124,33 @@ class Condition:
     source: str | Mapping[str, Any]
     _check: Callable[[Mapping[str, Any]], Any]
 
-    def evaluate(self, context: Mapping[str, Any]) -> bool:
-        """Truth of the condition for ``context``; ExpressionError (FP132) if it cannot say."""
+    def evaluate(self, context: Mapping[str, Any], *, timeout: float | None = None) -> bool:
+        """Truth of the condition for ``context``; ExpressionError (FP132) if it cannot say,
+        or if it runs past ``timeout`` seconds (at most ``expression_bounds.MAX_SECONDS``)."""
+        token = _TIMEOUT.set(timeout)
         try:
             return bool(self._check(context))
         except ExpressionError:
             raise
         except Exception as exc:  # any evaluation failure is the author's
             raise ExpressionError(
-                f"condition {self.source!r} failed: {type(exc).__name__}: {exc}",
+                f"condition {_shown(self.source)} failed: {type(exc).__name__}: {exc}",
                 code="FP132",
-                hint="guard missing values, e.g. `(context.x or 0) > 3`",
+                hint="guard missing values, e.g. `(context.x or 0) > 3`; keep numbers and "
+                "sequences small",
             ) from None
+        finally:
+            _TIMEOUT.reset(token)
+
+
+_TIMEOUT: contextvars.ContextVar[float | None] = contextvars.ContextVar(
+    "folpipe_condition_timeout", default=None
+)
+
+
+def _shown(source: str | Mapping[str, Any], limit: int = 200) -> str:
+    text = repr(source)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def compile_condition(expr: str | Mapping[str, Any]) -> Condition:
@@ -150,6 +173,7 @@ def _compile_text(expr: str) -> Condition:
     """Compiled once per distinct text: a tree of many tasks often repeats one condition."""
     tree = _parse(expr)
     _check_safe(tree, expr)
+    _check_constants(tree, expr)
     return Condition(expr, lambda context: _Evaluator(context).run(expr, tree))
 
 
@@ -225,31 +249,49 @@ def _unsafe_call(node: ast.Call) -> str | None:
     return "calling the result of an expression is not allowed"
 
 
+def _check_constants(tree: ast.Expression, expr: str) -> None:
+    """Evaluate (bounded) every largest sub-expression that does not read ``context``: one
+    that exceeds a bound would do so on every run, so it is an author error (FP133)."""
+    for node in constant_parts(tree.body, {*NAMES, *FUNCTIONS}):
+        try:
+            _Evaluator({}).run(expr, ast.Expression(node))
+        except BoundExceeded as exc:
+            raise ExpressionError(
+                f"{_shown(ast.unparse(node))} cannot be evaluated: {exc}",
+                code="FP133",
+                hint="conditions are checked at run time on every task; keep numbers below "
+                "2**16384 and sequences below 100,000 items",
+            ) from None
+        except Exception:  # anything else is reported where it is evaluated (FP132)
+            continue
+
+
 _MISSING = object()
-_FORMAT_WIDTHS = re.compile(r"%(?:\([^)]*\))?[-#0 +]*(\*|\d+)?(?:\.(\*|\d+))?")
-
-
-def _safe_mod(left: Any, right: Any) -> Any:
-    """``%`` like simpleeval's other operators: a format cannot pad past its string cap."""
-    if isinstance(left, str):
-        for match in _FORMAT_WIDTHS.finditer(left):
-            for size in match.groups():
-                if size == "*" or (size and int(size) > simpleeval.MAX_STRING_LENGTH):
-                    raise simpleeval.IterableTooLong("format width or precision too large")
-    return left % right
-
-
 class _Evaluator(simpleeval.EvalWithCompoundTypes):
     """simpleeval with None-propagating context lookups and whitelisted methods."""
 
     def __init__(self, context: Mapping[str, Any]) -> None:
-        operators = {**simpleeval.DEFAULT_OPERATORS, ast.Mod: _safe_mod}
+        operators = dict(BOUNDED_OPERATORS)
         super().__init__(
             operators=operators, functions=dict(FUNCTIONS), names={**NAMES, "context": context}
         )
+        self.budget = Budget(_TIMEOUT.get())
 
     def run(self, expr: str, tree: ast.Expression) -> Any:
         return self.eval(expr, previously_parsed=tree.body)
+
+    def _eval(self, node: ast.AST) -> Any:
+        self.budget.step()
+        return super()._eval(node)
+
+    def _check_disallowed_items(self, item: Any) -> None:
+        """simpleeval walks every container a node returns (the whole context, each time it
+        is read). Names and methods are whitelisted at compile time and context values are
+        JSON data, so only the value itself can be a forbidden function or a module."""
+        if callable(item) and item in simpleeval.DISALLOW_FUNCTIONS:
+            raise simpleeval.FeatureNotAvailable("This function is forbidden")
+        if isinstance(item, type(simpleeval)):
+            raise simpleeval.FeatureNotAvailable("Sorry, modules are not allowed")
 
     def _eval_attribute(self, node: ast.Attribute) -> Any:
         base = self._eval(node.value)

@@ -53,15 +53,13 @@ async def run_workflow(
     """
     from .compile import RunOptions, run_root
     from .compile.api import flow_return
-    from .compile.runs import save_run_record
     from .validate import load_workflow
 
     workflow = load_workflow(Path(path).expanduser().resolve())
     options = RunOptions(provider=provider, replies=replies, fresh=fresh)
     if result_storage:
         options.result_storage = await storage_block(result_storage)
-    result = await run_root(workflow, context, options)
-    save_run_record(workflow, result, context, options)
+    result = await run_root(workflow, context, options)  # it keeps the run record
     return flow_return(workflow, result)
 
 

@@ -1,7 +1,10 @@
 """Token and cost budgets, and the usage/cost accounting of one run.
 
-A ``BudgetLedger`` lives for one workflow run. The agent loop calls ``before_call(task)``
-before every model call and ``after_call(task, usage)`` after it; every call is charged to its
+A ``BudgetLedger`` lives for one workflow run and is its one usage ledger: the run report's
+``model_calls`` and tokens come from it. The agent loop calls ``before_call(task)`` before
+every model call and ``after_call(task, usage)`` after it, or ``failed_call(task)`` when the
+call raised (it counts as a model call with no tokens: tokens are only what the provider
+reported); every call is charged to its
 task and to each of the task's ancestors, so a budget declared on a task limits that task
 *and everything below it*: on a leaf it is a task budget, on a branch a branch budget, on the
 root the workflow's budget. Retries and loop iterations are charged like any other call
@@ -111,6 +114,14 @@ class BudgetLedger:
             self._own.setdefault(task.path, Totals()).replay(usage)
             self._models.setdefault(model or "(unknown)", Totals()).replay(usage)
         return 0.0
+
+    def failed_call(self, task: Task) -> None:
+        """Count a call that raised (auth, rate limit, server error, ...): one model call, no
+        tokens and no cost, since the provider reported none."""
+        with self._lock:
+            self._own.setdefault(task.path, Totals()).charge(Usage(), 0.0)
+            for path in ancestor_paths(task.path):
+                self._subtree.setdefault(path, Totals()).charge(Usage(), 0.0)
 
     # -- reporting -----------------------------------------------------------------------------
 

@@ -27,13 +27,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..messages import Message, ModelRequest, ModelResponse, ToolCall, ToolResult, message_to_dict
-from ..providers.replay import (
-    SECRET_NAME,
-    Normalizer,
-    response_from_record,
-    response_record,
-)
+from ..providers.replay import Normalizer, response_from_record, response_record
 from ..workflow.names import slug
+from ..workflow.redaction import is_secret_name
 
 LOG = logging.getLogger("prefect_folpipe.agent")
 JOURNAL_VERSION = 1
@@ -225,7 +221,7 @@ def _answer_options(options: Any) -> dict[str, Any]:
     return {
         key: value
         for key, value in dict(options or {}).items()
-        if key not in VOLATILE_OPTIONS and not SECRET_NAME.search(str(key))
+        if key not in VOLATILE_OPTIONS and not is_secret_name(str(key))
     }
 
 

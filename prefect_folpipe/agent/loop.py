@@ -31,6 +31,7 @@ from ..messages import (
 )
 from ..providers.base import Provider
 from ..providers.registry import provider_name
+from ..workflow.redaction import mask_exception
 from ..workflow.tree import Task
 from .journal import Journal
 from .output import check_output, output_schema, repair_prompt
@@ -45,8 +46,9 @@ class CallLedger(Protocol):
 
     ``before_call`` runs before every model call and raises ``errors.BudgetExceeded`` to stop
     it; ``after_call`` is told the call's usage and the model that answered, and may return
-    the call's cost (a float) to add to ``TaskOutcome.cost``. Either may be a coroutine
-    function.
+    the call's cost (a float) to add to ``TaskOutcome.cost``. A ledger may also define
+    ``failed_call(task)``, told of every call that raised (it counts as a model call with no
+    tokens). Any of them may be a coroutine function.
     """
 
     def before_call(self, task: Task) -> Any: ...
@@ -135,10 +137,8 @@ async def converse(agent: AgentPass) -> Conversation:
 
 def _mask_secrets(exc: ProviderError) -> None:
     """A provider's message may echo a request header or key (a custom adapter, a proxy):
-    mask secret-looking environment values before Prefect logs or stores the error."""
-    from ..tools.redact import redact_secrets
-
-    exc.args = tuple(redact_secrets(a) if isinstance(a, str) else a for a in exc.args)
+    mask it through the redaction registry before Prefect logs or stores the error."""
+    mask_exception(exc)
 
 
 async def _run(agent: AgentPass, convo: Conversation) -> None:
@@ -181,7 +181,16 @@ async def _call_model(
             return await _replayed(agent, convo, replayed.response)
     if agent.ledger is not None:
         await _maybe_await(agent.ledger.before_call(agent.task))
-    response = await agent.provider.complete(request)
+    try:
+        response = await agent.provider.complete(request)
+    except Exception:
+        # an attempt that failed (auth, rate limit, server error, ...) is still a model call:
+        # counted, with no tokens (the provider reported none)
+        convo.model_calls += 1
+        failed = getattr(agent.ledger, "failed_call", None)
+        if failed is not None:
+            await _maybe_await(failed(agent.task))
+        raise
     convo.model_calls += 1
     if agent.journal is not None:
         await agent.journal.record(response)

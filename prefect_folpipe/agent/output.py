@@ -10,6 +10,10 @@ The last block wins because models tend to draft first and answer last. Declared
 present; typed keys (``str|int|float|bool|list|dict``) are coerced where the intent is clear
 (``"3"`` -> ``3``, ``"true"`` -> ``True``, ``2.0`` -> ``2``) and rejected otherwise; untyped keys
 pass through unchanged. Extra keys are ignored.
+
+The JSON must be strict (:mod:`workflow.jsondata`): ``NaN``, ``Infinity``, numbers that
+overflow to infinity and nesting deeper than ``MAX_DEPTH`` make the answer unusable, like any
+other malformed answer (a repair re-prompt, then FP312), never a ``RecursionError``.
 """
 
 from __future__ import annotations
@@ -20,6 +24,9 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from ..workflow.jsondata import NotPlainJSON, check_plain
+from ..workflow.jsondata import loads as strict_loads
 
 FENCE = re.compile(r"^[ \t]*```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)```", re.DOTALL | re.MULTILINE)
 JSON_TYPES: dict[str, str] = {
@@ -58,14 +65,14 @@ def extract_json(text: str) -> Any:
     if labelled or bare:
         body = (labelled or bare)[-1]
         try:
-            return json.loads(body)
-        except json.JSONDecodeError as exc:
+            return strict_loads(body)
+        except (json.JSONDecodeError, NotPlainJSON) as exc:
             raise ValueError(f"the JSON code block is not valid JSON: {exc}") from None
     stripped = text.strip()
     if stripped.startswith("{"):
         try:
-            return json.loads(stripped)
-        except json.JSONDecodeError as exc:
+            return strict_loads(stripped)
+        except (json.JSONDecodeError, NotPlainJSON) as exc:
             raise ValueError(f"the answer is not valid JSON: {exc}") from None
     raise ValueError("the answer has no ```json code block")
 
@@ -78,6 +85,10 @@ def check_output(text: str, output_types: Mapping[str, str | None]) -> OutputChe
         return OutputCheck(errors=(str(exc),))
     if not isinstance(data, dict):
         return OutputCheck(errors=(f"the JSON must be an object, got {_json_kind(data)}",))
+    try:
+        check_plain(data, "the JSON")
+    except NotPlainJSON as exc:
+        return OutputCheck(errors=(str(exc),))
     outputs: dict[str, Any] = {}
     errors: list[str] = []
     for key, type_name in output_types.items():
@@ -164,8 +175,9 @@ def _parsed(value: Any, kind: type, name: str) -> Any:
         return value
     if isinstance(value, str):
         try:
-            parsed = json.loads(value)
-        except json.JSONDecodeError:
+            parsed = strict_loads(value)
+            check_plain(parsed)
+        except (json.JSONDecodeError, NotPlainJSON):
             parsed = None
         if isinstance(parsed, kind):
             return parsed

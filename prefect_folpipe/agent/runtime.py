@@ -19,11 +19,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from ..errors import ConfigError, MissingInputError
+from ..errors import ConfigError, MissingInputError, TaskError
 from ..providers.base import Provider
 from ..providers.registry import provider_name
 from ..workflow.context import ENV_KEY, answer_delta, visible_keys
+from ..workflow.jsondata import NotPlainJSON, check_plain
 from ..workflow.providers import NO_PROVIDER_MESSAGE
+from ..workflow.redaction import SECRETS, mask_exception, redacting
 from ..workflow.tree import Task, Workflow
 from .journal import Journal
 from .loop import AgentPass, CallLedger, Conversation, converse
@@ -48,10 +50,44 @@ async def run_task(
 ) -> TaskOutcome:
     """Run ``task``'s hooks and agent pass for ``phase`` over a copy of ``context``.
 
-    ``journal`` (one per pass) answers the model calls an earlier attempt already paid for."""
+    ``journal`` (one per pass) answers the model calls an earlier attempt already paid for.
+    Everything it returns or raises, and everything logged through ``logger`` by the agent,
+    tools and hooks, is masked through the redaction registry: a secret (an API key, a token
+    in the environment, a resolved Secret block) that a model echoes or a hook puts in the
+    context never reaches the context, checkpoints, artifacts, logs or later prompts.
+    """
     if phase not in PHASES:
         raise ValueError(f"phase must be one of {PHASES}, got {phase!r}")
-    logger = logger or LOG
+    logger = redacting(logger or LOG)
+    try:
+        outcome = await _run_task(
+            task, workflow, context, provider, phase, iteration, logger, ledger, journal
+        )
+    except BaseException as exc:
+        mask_exception(exc)
+        raise
+    return _masked(outcome)
+
+
+def _masked(outcome: TaskOutcome) -> TaskOutcome:
+    fields = ("delta", "text", "outputs", "prompt", "transcript", "tool_log")
+    masked = SECRETS.data({name: getattr(outcome, name) for name in fields})
+    for name in fields:
+        setattr(outcome, name, masked[name])
+    return outcome
+
+
+async def _run_task(
+    task: Task,
+    workflow: Workflow,
+    context: Mapping[str, Any] | None,
+    provider: Provider | None,
+    phase: Phase,
+    iteration: int | None,
+    logger: logging.Logger | logging.LoggerAdapter[Any],
+    ledger: CallLedger | None,
+    journal: Journal | None,
+) -> TaskOutcome:
     before: Mapping[str, Any] = context or {}  # only read: compute_delta compares with it
     working = _working_copy(task, before)
     working[ENV_KEY] = env_of(task, workflow)
@@ -71,7 +107,22 @@ async def run_task(
     if phase != "first" and "post_run" in task.hooks:
         working = await _hook("post_run", task, workflow, working, logger)
     outcome.delta = compute_delta(before, working, output_keys)
+    _check_json(task, outcome.delta)
     return outcome
+
+
+def _check_json(task: Task, delta: Mapping[str, Any]) -> None:
+    """What a task adds to the context is checkpointed and printed as strict JSON: refuse
+    ``NaN``, dates, sets, objects and hostile nesting here, with a code (FP515)."""
+    try:
+        check_plain(dict(delta), "context")
+    except NotPlainJSON as exc:
+        raise TaskError(
+            f"task {task.path or task.name!r} produced a value that is not JSON: {exc}",
+            code="FP515",
+            hint="keep context values JSON: strings, finite numbers, booleans, null, lists and "
+            "objects with string keys",
+        ) from None
 
 
 def _working_copy(task: Task, context: Mapping[str, Any]) -> dict[str, Any]:
@@ -131,7 +182,8 @@ async def _agent_pass(
     journal: Journal | None = None,
 ) -> tuple[Conversation, str]:
     view = scoped_input(task, working, phase)
-    user_message = json.dumps(view, indent=2, ensure_ascii=False, default=str)
+    # the model never reads a registered secret, wherever in the context it came from
+    user_message = SECRETS.text(json.dumps(view, indent=2, ensure_ascii=False, default=str))
     toolbox = _make_toolbox(task, workflow, working, logger) if task.tools else None
     try:
         if toolbox is not None and any(spec.kind == "mcp" for spec in task.tools):

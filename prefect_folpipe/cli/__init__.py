@@ -19,7 +19,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "schema": ("prefect_folpipe.cli.schema", "Print the JSON Schema of task.yaml."),
     "run": ("prefect_folpipe.cli.run", "Run a workflow as a Prefect flow."),
     "run-task": ("prefect_folpipe.cli.run_task", "Run one task folder in its workflow."),
-    "resume": ("prefect_folpipe.cli.resume", "Re-run the last failed run from checkpoints."),
+    "resume": ("prefect_folpipe.cli.resume", "Finish the latest run that did not complete."),
     "status": ("prefect_folpipe.cli.status", "List recent runs of a workflow."),
     "deploy": ("prefect_folpipe.cli.deploy", "Create a Prefect deployment of a workflow."),
     "serve": ("prefect_folpipe.cli.serve", "Serve a workflow with Prefect's serve()."),

@@ -25,7 +25,7 @@ def command(path: Path, mermaid: bool, as_json: bool) -> None:
     from ..validate import load_workflow
 
     with handle_errors(json_output=as_json, root=path, validation_exit_code=EXIT_FAILED):
-        workflow = load_workflow(path)
+        workflow = load_workflow(path, import_tools=False)  # reads, never runs, tool code
     plan = build_plan(workflow)
     if as_json:
         print_json(graph_to_dict(plan))

@@ -52,7 +52,7 @@ def command(
         settings = Settings(
             manifests=manifest_dir(workflow.root_dir, options),
             results=storage if isinstance(storage, Path) else None,
-            salt=lambda task: provider_salt(task, override),
+            salt=lambda task: provider_salt(task, override, workflow),
             fresh=fresh,
             offline=override is not None and override.name in ("scripted", "replay"),
         )

@@ -5,8 +5,8 @@ Exit codes: 0 the workflow completed, 1 it failed, 2 invalid workflow / configur
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-import json
 import logging
 import os
 import sys
@@ -17,9 +17,12 @@ import click
 import yaml
 from rich.table import Table
 
-from ..errors import ConfigError, FolpipeError
+from ..errors import ConfigError, FolpipeError, InfrastructureError
+from ..workflow.jsondata import check_plain, load_yaml
+from ..workflow.jsondata import loads as strict_json
 from ..workflow.tree import Workflow
 from ._approve import parse_approvals, terminal_approver
+from ._interrupts import interruptions
 from ._render import (
     EXIT_FAILED,
     EXIT_OK,
@@ -50,8 +53,9 @@ def parse_context(value: str | None) -> dict[str, Any]:
                 hint='pass --context \'{"key": "value"}\' or --context @file.json',
             ) from None
     try:
-        data = json.loads(text) if not value.startswith("@") else yaml.safe_load(text)
-    except (ValueError, yaml.YAMLError) as exc:
+        data = strict_json(text) if not value.startswith("@") else load_yaml(text, "the context")
+        check_plain(data, "the context")
+    except (ValueError, yaml.YAMLError) as exc:  # NotPlainJSON: NaN, dates, sets, deep nesting
         raise ConfigError(
             f"{source} is not valid JSON: {exc}",
             code="FP402",
@@ -138,38 +142,80 @@ def quiet_console_info() -> None:
 
 def execute(workflow: Workflow, context: dict[str, Any], options: Any, as_json: bool) -> int:
     """Run, print (live view + summary, or the JSON document) and return the exit code."""
-    from ..compile import run_workflow
+    from prefect.exceptions import TerminationSignal
+
+    from ..compile import flush_artifacts, run_workflow  # Prefect sets up its log handlers
+    from ..compile.background import EXIT_FLUSH_S
 
     quiet_console_tracebacks()
+    with interruptions() as received:
+        try:
+            result = _run(run_workflow, workflow, context, options, as_json)
+        except (KeyboardInterrupt, asyncio.CancelledError, TerminationSignal) as exc:
+            result = _interrupted(workflow, context, options, exc, received.signal)
+    code = report(workflow, result, as_json)
+    # reports queued by the run are written now, not while the interpreter shuts down
+    if not isinstance(result.error, InfrastructureError):
+        flush_artifacts(EXIT_FLUSH_S)
+    return code
+
+
+def _run(
+    run_workflow: Any, workflow: Workflow, context: dict[str, Any], options: Any, as_json: bool
+) -> Any:
     console = get_console()
     if as_json:
         if options.ask is None:
             options.ask = terminal_approver(get_console(stderr=True))
         with contextlib.redirect_stdout(sys.stderr):
-            result = run_workflow(workflow, context, options=options)
-    else:
-        from ._progress import ProgressView
+            return run_workflow(workflow, context, options=options)
+    from ._progress import ProgressView
 
-        if console.is_terminal and "PREFECT_LOGGING_LEVEL" not in os.environ:
-            quiet_console_info()  # the live view replaces Prefect's per-task INFO lines
+    if console.is_terminal and "PREFECT_LOGGING_LEVEL" not in os.environ:
+        quiet_console_info()  # the live view replaces Prefect's per-task INFO lines
 
-        view = ProgressView(workflow, console)
-        options.listeners.append(view.listener)
-        if options.ask is None:
-            options.ask = terminal_approver(get_console(stderr=True), view.paused)
-        with view.live():
-            result = run_workflow(workflow, context, options=options)
+    view = ProgressView(workflow, console)
+    options.listeners.append(view.listener)
+    if options.ask is None:
+        options.ask = terminal_approver(get_console(stderr=True), view.paused)
+    with view.live():
+        return run_workflow(workflow, context, options=options)
+
+
+def _interrupted(
+    workflow: Workflow, context: dict[str, Any], options: Any, exc: BaseException, signum: Any
+) -> Any:
+    """The report of a run a signal stopped: what ran so far, and FP522."""
+    from ..compile.api import not_run
+    from ..compile.infra import interruption
+
+    error = interruption(exc, signum)
+    result = options.interrupted or not_run(workflow, context, error)
+    result.error = error
+    return result
+
+
+def report(workflow: Workflow, result: Any, as_json: bool) -> int:
+    """Print a run's outcome; its exit code."""
+    console = get_console()
     if isinstance(result.error, ConfigError):
         if as_json:
             print_json(error_payload(result.error))
         else:
             print_error(result.error, get_console(stderr=True), root=workflow.root_dir)
         return EXIT_USAGE
+    infrastructure = result.error if isinstance(result.error, InfrastructureError) else None
     if as_json:
-        print_json(result.to_dict())
+        document = result.to_dict()
+        if infrastructure is not None:  # the run did not complete for a reason outside it
+            document["error"] = error_payload(infrastructure)["error"]
+        print_json(document)
     else:
-        console.print(summary_table(result))
-        _print_outcome(console, result)
+        if result.tasks:
+            console.print(summary_table(result))
+            _print_outcome(console, result)
+        if infrastructure is not None:
+            print_error(infrastructure, get_console(stderr=True), root=workflow.root_dir)
     return EXIT_OK if result.status == "completed" else EXIT_FAILED
 
 

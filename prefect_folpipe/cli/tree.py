@@ -266,7 +266,7 @@ def command(path: Path, as_json: bool, full: bool, tool_name: str | None) -> Non
     from ..validate import load_workflow
 
     with handle_errors(json_output=as_json, root=path, validation_exit_code=EXIT_FAILED):
-        workflow = load_workflow(path)
+        workflow = load_workflow(path, import_tools=False)  # reads, never runs, tool code
     if tool_name is not None:
         check_tool_name(workflow, tool_name)
         if as_json:

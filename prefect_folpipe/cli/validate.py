@@ -1,7 +1,8 @@
 """``folpipe validate``: check a workflow folder and list every problem in one pass.
 
 Exit code 0 when there is no error (warnings allowed unless ``--strict``), 1 otherwise; a
-missing path is a usage error (2). Never imports Prefect.
+missing path is a usage error (2). Never imports Prefect, and never runs the workflow's code
+(tool signatures are read from the source) unless ``--import-tools`` asks it to.
 """
 
 from __future__ import annotations
@@ -33,12 +34,18 @@ def is_ok(diagnostics: list[Diagnostic], *, strict: bool = False) -> bool:
 @click.argument("path", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help='Print {"ok", "errors", "warnings"} JSON.')
 @click.option("--strict", is_flag=True, help="Treat warnings as errors (exit 1 on any).")
-def command(path: Path, as_json: bool, strict: bool) -> None:
+@click.option(
+    "--import-tools",
+    is_flag=True,
+    help="Also import the tool code (tools.md python blocks, tools/*.py) as a run does. "
+    "Without it nothing of the workflow runs: safe on an untrusted folder.",
+)
+def command(path: Path, as_json: bool, strict: bool, import_tools: bool) -> None:
     """Check the workflow folder PATH and list every problem, with file, line and hint."""
     from ..validate import validate_workflow
 
     with handle_errors(json_output=as_json, root=path, validation_exit_code=EXIT_FAILED):
-        diagnostics = validate_workflow(path)
+        diagnostics = validate_workflow(path, import_tools=import_tools)
     ok = is_ok(diagnostics, strict=strict)
     if as_json:
         payload = diagnostics_payload(diagnostics)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -15,14 +16,17 @@ from ..errors import ConfigError, WorkflowFailed
 from ..workflow.tree import Workflow
 from .build import preflight, run_root
 from .contextops import describe_error
+from .ephemeral import guard_temporary_server
+from .infra import infrastructure_error
 from .leaf import ProcessLocal
 from .options import RunOptions
 from .plan import build_plan
-from .report import RunResult
+from .report import RunResult, RunTracker, reported_tasks
 from .runner import Runners
-from .runs import save_run_record
 from .signature import merge_inputs, with_input_signature
 from .tasks import flow_name
+
+LOG = logging.getLogger("prefect_folpipe.compile")
 
 
 class WorkflowFlow(Flow[..., Any]):
@@ -93,12 +97,21 @@ def make_flow(
 async def _flow_body(live: ProcessLocal, context: dict[str, Any] | None, inputs: dict) -> Any:
     workflow, options, sink = live.value
     context = merge_inputs(context, inputs) if inputs else context
-    result = await run_root(workflow, context, options)
+    result = await run_root(workflow, context, options)  # it keeps the run record
     if sink is not None:
         sink.append(result)
-    if options.keep_run_record and not options.only:
-        save_run_record(workflow, result, context, options)
     return flow_return(workflow, result)
+
+
+def not_run(
+    workflow: Workflow, context: Mapping[str, Any] | None, error: BaseException
+) -> RunResult:
+    """The report of a run that never started (every task ``skipped``, ``error`` says why)."""
+    tracker = RunTracker(reported_tasks(build_plan(workflow)))
+    rows = tracker.rows()
+    for row in rows:
+        row["error"] = row["error"] or f"not run: {error}"
+    return RunResult("failed", dict(context or {}), rows, workflow=workflow.name, error=error)
 
 
 def folder_to_flow(
@@ -134,7 +147,17 @@ async def arun_workflow(
         return RunResult("failed", dict(context or {}), [], workflow=workflow.name, error=exc)
     sink: list[RunResult] = []
     flow = make_flow(workflow, options, sink)
-    state = await flow(context=dict(context or {}), return_state=True)
+    guard_temporary_server()
+    try:
+        state = await flow(context=dict(context or {}), return_state=True)
+    except Exception as exc:  # the Prefect API failed: a coded error, not a traceback
+        failure = infrastructure_error(exc)
+        if failure is None:
+            raise
+        if sink:  # the run itself ended; Prefect could not record its end
+            LOG.warning("the run ended, but Prefect could not record it: %s", failure)
+            return sink[-1]
+        return not_run(workflow, context, failure)
     if sink:
         return sink[-1]
     error = await state.aresult(raise_on_failure=False)

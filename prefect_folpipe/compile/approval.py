@@ -12,12 +12,12 @@ Before a task with ``approval:`` runs, its gate finds the answer, in this order:
    gate comes back from its checkpoint, and the gate reads the answer (the pause key is
    already spent, so Prefect hands the input back instead of suspending again);
 4. a **terminal** (``RunOptions.ask``, set by ``folpipe run`` when stdin is a TTY);
-5. otherwise the gate fails (FP520) and the task's ``on_failure`` applies.
+5. otherwise the gate fails (FP530) and the task's ``on_failure`` applies.
 
 The answer is checkpointed in the result store (``approvals/<key>.json``) and merged into the
 context. ``approval.timeout`` bounds the wait: in a terminal the gate fails at once
-(FP521); for a suspended run Prefect fails the flow run when the time is up, and a retry of
-it fails the gate (FP521), so ``on_failure`` decides.
+(FP531); for a suspended run Prefect fails the flow run when the time is up, and a retry of
+it fails the gate (FP531), so ``on_failure`` decides.
 """
 
 from __future__ import annotations

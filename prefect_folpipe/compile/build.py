@@ -18,21 +18,24 @@ from typing import Any
 from prefect.context import FlowRunContext
 
 from ..agent import run_task
-from ..errors import ConfigError, ProviderError
+from ..errors import ConfigError, ProviderError, RunInterrupted
 from ..workflow.names import slug
 from ..workflow.tree import Task, Workflow
 from . import artifacts
 from .approval import ApprovalGates
 from .background import END_HOLD_S, WRITER
-from .contextops import child_context, merge_delta, plain, seed_context
+from .contextops import child_context, describe_error, merge_delta, plain, seed_context
 from .costs import cost_report
 from .executor import LOG, TreeExecutor
-from .groups import Outcome
+from .groups import Outcome, is_signal
+from .infra import interruption
 from .options import RunOptions
 from .passes import FlowRuntime
 from .plan import Plan, build_plan
+from .recovery import settle_crashed_runs
 from .report import RunResult, RunTracker, reported_tasks
 from .runner import Runners
+from .runs import RunRecord
 from .runtime import ModelServices, RunSpec, Services
 from .tags import RunTags
 from .tasks import PrefectTasks
@@ -135,6 +138,9 @@ async def run_root(
     WRITER.touch()
     run = WorkflowRun(workflow, options)
     flow_run_id, _ = await asyncio.gather(_tag_flow_run(run.tags.of()), run.tags.read_limits())
+    record = await _start_record(workflow, context, options, flow_run_id)
+    if record is not None:
+        record.follow(run.tracker)
     target = _target(workflow, options)
     seeded = seed_context(workflow, context)
     started = time.monotonic()
@@ -149,24 +155,90 @@ async def run_root(
         usage = await run.services.usage()
     except ConfigError as exc:
         outcome = Outcome("failed", error=exc)
+    except BaseException as exc:  # a signal or a cancellation: say what ran, then go on
+        if is_signal(exc):  # suspended at an approval gate: Prefect resumes the flow run
+            _suspended(run, record)
+        else:
+            _stopped(run, workflow, seeded, flow_run_id, exc, record)
+        raise
     finally:
         await run.aclose()
+    result = _result(run, workflow, target, seeded, outcome, flow_run_id, (by_task, usage))
+    if record is not None:
+        record.finish(result)
+    if run.spec.artifacts != "none":
+        _summary(workflow, result, time.monotonic() - started)
+    WRITER.touch(END_HOLD_S)  # the flow run is about to end: reports wait for that
+    return result
+
+
+async def _start_record(
+    workflow: Workflow,
+    context: Mapping[str, Any] | None,
+    options: RunOptions,
+    flow_run_id: str | None,
+) -> RunRecord | None:
+    """Mark runs that died with their process ``Crashed``, then record this one as it starts
+    (``run-task`` keeps no record)."""
+    if not options.keep_run_record or options.only:
+        return None
+    await settle_crashed_runs(workflow.root_dir)
+    return RunRecord.start(workflow, context, options, flow_run_id)
+
+
+def _result(
+    run: WorkflowRun,
+    workflow: Workflow,
+    target: Task,
+    seeded: dict[str, Any],
+    outcome: Outcome,
+    flow_run_id: str | None,
+    usage: tuple[Mapping[str, Any], Mapping[str, Any]] | None = None,
+) -> RunResult:
+    """The report of the run; ``usage`` (the ledger's per-task and run usage) makes its cost
+    table."""
     final = child_context(seeded)
     merge_delta(final, outcome.delta)
     rows = [row for row in run.tracker.rows() if _in_scope(row["path"], target.path)]
-    result = RunResult(
+    return RunResult(
         status="failed" if outcome.status == "failed" else "completed",
         context=plain(final),
         tasks=rows,
         flow_run_id=flow_run_id,
         workflow=workflow.name,
         error=outcome.error,
-        costs=cost_report(by_task, usage, [row["path"] for row in rows]),
+        costs=cost_report(*usage, [row["path"] for row in rows]) if usage else None,
     )
-    if run.spec.artifacts != "none":
-        _summary(workflow, result, time.monotonic() - started)
-    WRITER.touch(END_HOLD_S)  # the flow run is about to end: reports wait for that
-    return result
+
+
+def _stopped(
+    run: WorkflowRun,
+    workflow: Workflow,
+    seeded: dict[str, Any],
+    flow_run_id: str | None,
+    exc: BaseException,
+    record: RunRecord | None,
+) -> None:
+    """A run stopped by a signal: what ran so far goes to ``options.interrupted`` (for the
+    CLI's report) and to the run record (``interrupted``: ``resume`` picks it up)."""
+    error = interruption(exc) or RunInterrupted(f"the run stopped: {describe_error(exc)}")
+    reason = f"interrupted: {error}"
+    for path, task_record in run.tracker.records.items():
+        if task_record.status == "running":
+            run.tracker.finish(path, "failed", error=reason)
+    target = _target(workflow, run.options)
+    result = _result(run, workflow, target, seeded, Outcome("failed", error=error), flow_run_id)
+    run.options.interrupted = result
+    if record is not None:
+        record.end("interrupted", result.tasks, str(error))
+
+
+def _suspended(run: WorkflowRun, record: RunRecord | None) -> None:
+    """A run suspended for an approval is not interrupted: its record says ``suspended``
+    (``resume`` leaves it alone; the flow run goes on once answered)."""
+    if record is not None:
+        rows = [{"path": path, "status": task.status} for path, task in run.tracker.records.items()]
+        record.end("suspended", rows, None)
 
 
 def _count_failed_attempts(tracker: RunTracker, usage: Mapping[str, Mapping[str, Any]]) -> None:

@@ -109,6 +109,9 @@ class ServicesActor:
     async def usage(self) -> dict[str, Any]:
         return await self.services.usage()
 
+    async def failed_call(self, path: str) -> None:
+        self.services.ledger.failed_call(self.tasks[path])
+
     async def attempt(self, path: str) -> None:
         self.attempts[path] += 1
 
@@ -158,6 +161,10 @@ class ActorLedger:
 
     async def replayed(self, task: Task, usage: Usage, *, model: str | None = None) -> float:
         return await call(self.actor.replayed(task.path, usage, model))  # type: ignore[no-any-return]
+
+    async def failed_call(self, task: Task) -> None:
+        """A model call that raised: one call, no tokens (issue 11 point 5)."""
+        await call(self.actor.failed_call(task.path))
 
 
 class ActorServices:

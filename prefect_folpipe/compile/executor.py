@@ -13,8 +13,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from prefect.logging import get_run_logger
+from prefect.utilities.annotations import allow_failure
 
 from ..errors import FolpipeError
+from ..workflow.context import ERRORS_KEY
 from ..workflow.tree import Task
 from .approval import ApprovalGates
 from .contextops import ContextBox, child_context, describe_error, merge_delta
@@ -29,6 +31,7 @@ from .tags import RunTags
 from .tasks import PrefectTasks
 
 LOG = logging.getLogger("prefect_folpipe.compile")
+CANCELLED = "cancelled (a sibling failed, a timeout expired or the run was interrupted)"
 
 
 class TreeExecutor:
@@ -47,10 +50,13 @@ class TreeExecutor:
         self.runners = runners
         self.tracker = tracker
         self.tags = tags
-        self.policy = ChildPolicy()
+        self.policy = ChildPolicy(plan.declared_outputs)
         self.warnings: list[str] = []
         self.gates: ApprovalGates | None = None
         """The run's approval gates (set when the run starts)."""
+        self._failed_errors: dict[tuple[str, tuple[int, ...]], list[Any]] = {}
+        """``_errors`` recorded inside a branch run that then failed, for its parent to keep
+        (a failed branch run raises: its return value, the delta, never reaches the parent)."""
 
     async def run_target(self, target: Task, context: dict[str, Any]) -> Outcome:
         """The task a run starts from (the root, or ``run-task``'s task)."""
@@ -129,8 +135,12 @@ class TreeExecutor:
         self, task: Task, context: dict[str, Any], scope: list[int] | None
     ) -> Outcome:
         """The body of a branch run (task or subflow): raises when the branch failed."""
-        outcome = await self.run_branch(task, context, Scope(tuple(scope or ())))
+        where = Scope(tuple(scope or ()))
+        outcome = await self.run_branch(task, context, where)
         if outcome.status == "failed":
+            errors = outcome.delta.get(ERRORS_KEY)
+            if errors:
+                self._failed_errors[(task.path, where.iteration)] = list(errors)
             raise outcome.error or FolpipeError(f"branch '{task.path}' failed")
         return outcome
 
@@ -142,13 +152,14 @@ class TreeExecutor:
         if scope.iteration and not (child.children and child.execution_type == "loop"):
             self.tracker.count_iteration(child.path)
         try:
+            timeout = self.plan.node(child.path).timeout
             early = self.policy.skips_before_gate(child)
-            if early and self.policy.should_skip(child, context):
+            if early and await self.policy.should_skip(child, context, timeout):
                 self.tracker.skip_tree(child, None)
                 return Outcome("skipped")
             answer = await self.gate(child, context, scope)
             context = {**context, **answer} if answer else context
-            if not early and self.policy.should_skip(child, context):
+            if not early and await self.policy.should_skip(child, context, timeout):
                 self.tracker.skip_tree(child, None)
                 return Outcome("skipped", dict(answer))  # the answer routes what follows
             if child.children:
@@ -158,15 +169,13 @@ class TreeExecutor:
             if answer and outcome.status != "failed":
                 outcome.delta = {**answer, **outcome.delta}
         except asyncio.CancelledError:
-            self.tracker.finish(
-                child.path, "failed", error="cancelled (a sibling failed or a timeout expired)"
-            )
+            self.tracker.finish(child.path, "failed", error=CANCELLED)
             raise
         except Exception as exc:  # e.g. a skip_if that cannot be evaluated
             outcome = Outcome("failed", error=exc)
         error_text = describe_error(outcome.error) if outcome.error else None
         self.tracker.finish(child.path, outcome.status, error=error_text)
-        return self.policy.on_failure(child, outcome, scope.innermost)
+        return _edge_past_failure(self.policy.on_failure(child, outcome, scope.innermost))
 
     async def gate(self, task: Task, context: dict[str, Any], scope: Scope) -> dict[str, Any]:
         """The answer of ``task``'s approval gate (``{}`` without one); see
@@ -190,11 +199,16 @@ class TreeExecutor:
         }
         if wait_for:
             call["wait_for"] = list(wait_for)
-        state = await self.tasks.branch(task)(**call)
+        # its own asyncio task: a branch nested in a branch would otherwise resume through
+        # every level's frames (a RecursionError past ~95 levels); a task awaits its child
+        # task without that chain, and cancelling the parent still cancels the child
+        state = await asyncio.ensure_future(self.tasks.branch(task)(**call))
         if state.is_completed():
             value: Outcome = await state.aresult()
             return Outcome(value.status, value.delta, handle=state)
-        return Outcome("failed", error=await _error_of(task, state, "branch"), handle=state)
+        errors = self._failed_errors.pop((task.path, scope.iteration), None)
+        delta = {ERRORS_KEY: errors} if errors else {}
+        return Outcome("failed", delta, await _error_of(task, state, "branch"), handle=state)
 
     def not_run(self, child: Task, reason: str) -> None:
         if self.tracker.records[child.path].status == "failed":
@@ -207,6 +221,18 @@ class TreeExecutor:
 
     def iteration_started(self, group: Task, number: int) -> None:
         self.tracker.iteration_started(group.path, number)
+
+
+def _edge_past_failure(outcome: Outcome) -> Outcome:
+    """A failure absorbed by ``on_failure`` still draws its graph edge, but Prefect must not
+    hold its dependents back: a ``wait_for`` on a failed state leaves them ``Pending``
+    (``NotReady``), unless the state is wrapped in ``allow_failure``."""
+    handle = outcome.handle
+    if not outcome.handled or handle is None:
+        return outcome
+    is_failed = getattr(handle, "is_failed", None)
+    outcome.handle = allow_failure(handle) if is_failed is not None and is_failed() else None
+    return outcome
 
 
 async def settle_pass(task: Task, state: Any) -> Outcome:

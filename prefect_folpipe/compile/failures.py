@@ -56,10 +56,10 @@ class ApprovalFailed(TaskError):
     """An approval gate could not be answered (no terminal, no deployment, no preset) or its
     answer does not fit the declared form."""
 
-    code = "FP520"
+    code = "FP530"
 
 
 class ApprovalTimedOut(TaskError):
     """Nobody answered an approval gate within ``approval.timeout``."""
 
-    code = "FP521"
+    code = "FP531"

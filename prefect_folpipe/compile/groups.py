@@ -16,10 +16,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from ..expressions import compile_condition
+from ..expressions import Condition, compile_condition
 from ..workflow.context import ERRORS_KEY
 from ..workflow.tree import Task
 from .contextops import child_context, describe_error, error_entry, merge_delta
+from .evaluation import evaluate_condition
 from .failures import (
     DependencyError,
     GroupFailed,
@@ -92,6 +93,10 @@ class _FailFast(Exception):
 
 
 def _fail_error(child: Task, result: Outcome) -> GroupFailed:
+    """The error failing a group: names the task where the failure began, once, however
+    many branch levels it crosses (the message does not grow with the depth)."""
+    if isinstance(result.error, GroupFailed) and result.error.task_path:
+        return GroupFailed(str(result.error), task_path=result.error.task_path)
     reason = describe_error(result.error) if result.error else "failed"
     return GroupFailed(f"task '{child.path}' failed: {reason}", task_path=child.path)
 
@@ -360,7 +365,7 @@ async def _iterate(
         ex.iteration_started(group, number)
         snapshot = (copy.deepcopy(ctx), copy.deepcopy(delta))
         inner = scope.enter(number)
-        result = await _one_iteration(group, loop, waves, ctx, ex, inner, inner_policy)
+        result, met = await _one_iteration(group, loop, waves, ctx, ex, inner, inner_policy, until)
         if result.status == "failed":
             if group.on_error == "fail":
                 return Outcome("failed", delta, result.error, iterations=number)
@@ -371,12 +376,14 @@ async def _iterate(
                 "error": describe_error(result.error or "failed"),
                 "iteration": number,
             }
-            merge_delta(ctx, {ERRORS_KEY: [entry]})
-            merge_delta(delta, {ERRORS_KEY: [entry]})
+            # the iteration's outputs roll back; what failed inside it stays on record
+            errors = [*result.delta.get(ERRORS_KEY, []), entry]
+            merge_delta(ctx, {ERRORS_KEY: errors})
+            merge_delta(delta, {ERRORS_KEY: errors})
             continue
         merge_delta(ctx, result.delta)
         merge_delta(delta, result.delta)
-        if until is not None and until.evaluate(ctx):
+        if met:
             return Outcome("completed", delta, iterations=number)
     if until is None:
         return Outcome("completed", delta, iterations=maximum)
@@ -395,17 +402,25 @@ async def _one_iteration(
     ex: Executor,
     scope: Scope,
     policy: str,
-) -> Outcome:
+    until: Condition | None,
+) -> tuple[Outcome, bool]:
+    """One iteration and its ``until`` check, both within ``iteration_timeout``: the outcome,
+    and whether ``until`` holds on the context the iteration leaves."""
     limit = loop.iteration_timeout
     try:
         async with asyncio.timeout(limit):
-            return await run_waves(group, waves, ctx, ex, scope, on_error=policy)
+            result = await run_waves(group, waves, ctx, ex, scope, on_error=policy)
+            if result.status == "failed" or until is None:
+                return result, False
+            after = child_context(ctx)
+            merge_delta(after, result.delta)
+            return result, await evaluate_condition(until, after)
     except TimeoutError:
         number = scope.innermost
         error = IterationTimeout(
             f"iteration {number} of loop '{_where(group)}' exceeded iteration_timeout={limit}s"
         )
-        return Outcome("failed", {}, error)
+        return Outcome("failed", {}, error), False
 
 
 async def run_group(

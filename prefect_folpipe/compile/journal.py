@@ -4,7 +4,7 @@ live there, next to the checkpoints (Prefect-free; a storage block is only calle
 The result storage is a ``Path`` (the default ``<workflow>/.folpipe/results``) or any Prefect
 result-storage block (``WritableFileSystem``: ``read_path`` / ``write_path``, sync or async).
 Files are written whole and moved into place, so a process killed mid-write leaves the old
-entry or none, never half of one.
+entry or none, never half of one; like the checkpoints, they are 0600 in 0700 folders.
 """
 
 from __future__ import annotations
@@ -25,13 +25,9 @@ from .runtime import RunSpec
 LOG = logging.getLogger("prefect_folpipe.compile")
 
 
-def _file_mode() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return 0o666 & ~mask
-
-
-FILE_MODE = _file_mode()
+FILE_MODE = 0o600
+"""Journal entries and answers hold model output: owner-only, like the checkpoints."""
+FOLDER_MODE = 0o700
 
 
 class StorageFiles:
@@ -72,13 +68,23 @@ def _read_file(path: Path) -> bytes | None:
         return None
 
 
+def _private_folders(folder: Path) -> None:
+    """``mkdir -p`` with every folder it creates owner-only (``mkdir(parents=True)`` gives
+    the parents the umask's mode)."""
+    if folder.is_dir():
+        return
+    _private_folders(folder.parent)
+    with contextlib.suppress(FileExistsError):
+        folder.mkdir(mode=FOLDER_MODE)
+
+
 def _write_file(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    _private_folders(path.parent)
     handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".part")
     try:
         with os.fdopen(handle, "wb") as stream:
             stream.write(data)
-        os.chmod(tmp, FILE_MODE)  # as an ordinary write would leave it, not mkstemp's 0600
+        os.chmod(tmp, FILE_MODE)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):

@@ -28,6 +28,7 @@ from ..workflow.names import slug
 from ..workflow.tree import Task
 from .background import WRITER
 from .cache import cache_key
+from .checkpoints import SERIALIZER, checkpoint_storage
 from .contextops import unbox
 from .manifest import key_parts, write_manifest
 from .passes import PassRuntime, Payload, check_serialisable, payload_of
@@ -204,7 +205,8 @@ def task_options(
         return options | {"cache_policy": NO_CACHE, "persist_result": False}
     options |= {
         "cache_key_fn": CheckpointKey(ref, live),
-        "result_storage": storage,
+        "result_storage": checkpoint_storage(storage),
+        "result_serializer": SERIALIZER,
         "persist_result": True,
         "refresh_cache": True if fresh else None,
     }
@@ -218,6 +220,11 @@ def leaf_task(
 ) -> PrefectTask[..., Any]:
     """The Prefect task of one pass. Its function is a ``partial`` of :func:`run_leaf`: for a
     plain function Prefect reads and hashes its source on every ``Task()``."""
+    options = dict(options)
+    storage = options.pop("result_storage", None)
     built = PrefectTask(partial(run_leaf, ref, live), **options)
+    # set after construction: Prefect's constructor accepts only saved blocks (or a path),
+    # and the guarded checkpoint folder is a block made for this run
+    built.result_storage = storage
     built.task_key = f"folpipe_{slug(ref.path or 'root', limit=40)}-{ref.phase}"
     return built

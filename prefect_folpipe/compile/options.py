@@ -45,6 +45,10 @@ class RunOptions:
     ask: Callable[[Any], Any] | None = None
     """Asks a person for a gate's answer (blocking; ``folpipe run`` in a terminal): called
     with a ``compile.approval.Question``, returns ``{input key: value}``."""
+    resumed_from: str | None = None
+    """The run record (file name) this run resumes (``folpipe resume``)."""
+    interrupted: Any = None
+    """Set by the run when a signal stops it: the ``RunResult`` of what ran so far."""
     task_tags: bool | None = None
     """Tag every leaf task run (``folpipe``, ``workflow:``, ``provider:``, ``model:``). Each
     tagged task run costs one concurrency-limit request to the API; default from

@@ -88,7 +88,8 @@ class PassRuntime:
         return found
 
     def salt(self, task: Task) -> str:
-        return provider_salt(task, self.spec.override)
+        # issue 11 point 8: the scripted replies / cassette turns answering the task count
+        return provider_salt(task, self.spec.override, self.workflow)
 
     def journal(self, task: Task, phase: str, scope: list | None) -> Journal | None:
         """The model-call journal of one pass (``None`` without an agent or checkpoints)."""

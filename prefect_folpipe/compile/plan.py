@@ -176,6 +176,8 @@ class Plan:
     dask: DaskPlan | None = None
     tasks: Mapping[str, Task] = field(default_factory=dict, repr=False, compare=False)
     """The loaded task of each path (for the executor and the views; not printed)."""
+    declared_outputs: frozenset[str] = field(default=frozenset(), repr=False, compare=False)
+    """Every key some task declares as an output (``Workflow.declared_outputs``)."""
 
     def node(self, path: str) -> NodePlan:
         return self.nodes[path]
@@ -233,7 +235,8 @@ def build_plan(workflow: Workflow) -> Plan:
     tasks: dict[str, Task] = {}
     root = workflow.root
     _add(root, root.config.enabled, nodes, tasks)
-    return Plan(workflow.name, nodes, _dask_plan(root, tasks, nodes), tasks)
+    dask = _dask_plan(root, tasks, nodes)
+    return Plan(workflow.name, nodes, dask, tasks, workflow.declared_outputs)
 
 
 def _add(task: Task, enabled: bool, nodes: dict[str, NodePlan], tasks: dict[str, Task]) -> None:

@@ -5,7 +5,8 @@ The group's ``on_error`` is applied afterwards by the strategies in ``compile.gr
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import asyncio
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from ..expressions import Condition, compile_condition
@@ -13,23 +14,36 @@ from ..workflow.approval import mentions
 from ..workflow.context import ERRORS_KEY, answer_delta
 from ..workflow.tree import Task
 from .contextops import error_entry
+from .evaluation import evaluate_condition
+from .failures import TaskTimedOut
 from .groups import Outcome
 
 
 class ChildPolicy:
     """Evaluates ``conditions.skip_if`` (each compiled once per run) and ``on_failure``."""
 
-    def __init__(self) -> None:
+    def __init__(self, declared_outputs: Collection[str] = ()) -> None:
         self._conditions: dict[str, Condition] = {}
+        self.declared_outputs = declared_outputs
 
-    def should_skip(self, task: Task, context: Mapping[str, Any]) -> bool:
+    async def should_skip(
+        self, task: Task, context: Mapping[str, Any], timeout: float | None = None
+    ) -> bool:
+        """Whether ``skip_if`` holds, evaluated within the task's ``timeout`` (FP516)."""
         expression = task.config.conditions.skip_if
         if expression is None:
             return False
         condition = self._conditions.get(task.path)
         if condition is None:
             condition = self._conditions[task.path] = compile_condition(expression)
-        return bool(condition.evaluate(context))
+        try:
+            async with asyncio.timeout(timeout):
+                return await evaluate_condition(condition, context)
+        except TimeoutError:
+            raise TaskTimedOut(
+                f"conditions.skip_if of task '{task.path}' did not finish within "
+                f"settings.timeout={timeout}s"
+            ) from None
 
     @staticmethod
     def skips_before_gate(task: Task) -> bool:
@@ -38,8 +52,7 @@ class ChildPolicy:
         approval, expression = task.config.approval, task.config.conditions.skip_if
         return approval is None or expression is None or not mentions(expression, approval.input)
 
-    @staticmethod
-    def on_failure(task: Task, result: Outcome, iteration: int | None) -> Outcome:
+    def on_failure(self, task: Task, result: Outcome, iteration: int | None) -> Outcome:
         """Task-level ``on_failure`` (skip | use_default) before the group's ``on_error``."""
         mode = task.config.on_failure
         if result.status != "failed" or mode == "fail":
@@ -47,6 +60,7 @@ class ChildPolicy:
         entry = error_entry(task, result.error or "failed", iteration)
         delta: dict[str, Any] = {}
         if mode == "use_default":
-            delta = answer_delta(task, task.config.default_output or {})
-        delta[ERRORS_KEY] = [entry]
+            default = task.config.default_output or {}
+            delta = answer_delta(task, default, declared=self.declared_outputs)
+        delta[ERRORS_KEY] = [*result.delta.get(ERRORS_KEY, []), entry]
         return Outcome("failed", delta, result.error, handle=result.handle, handled=True)

@@ -181,10 +181,11 @@ class RunResult:
     @property
     def usage(self) -> dict[str, int]:
         total = {"input_tokens": 0, "output_tokens": 0, "model_calls": 0, "replayed_calls": 0}
-        for row in self.tasks:
-            total["input_tokens"] += row["usage"]["input_tokens"]
-            total["output_tokens"] += row["usage"]["output_tokens"]
-            total["model_calls"] += row["model_calls"]
+        for row in self.tasks:  # rows of a hand-made result may leave usage out
+            usage = row.get("usage") or {}
+            total["input_tokens"] += usage.get("input_tokens", 0)
+            total["output_tokens"] += usage.get("output_tokens", 0)
+            total["model_calls"] += row.get("model_calls", 0)
             total["replayed_calls"] += row.get("replayed_calls", 0)
         return total
 

@@ -19,7 +19,13 @@ from typing import Any, Protocol
 from ..agent.budget import BudgetLedger
 from ..agent.loop import CallLedger
 from ..providers.base import Provider
-from ..providers.registry import ProviderOverride, ProviderPool, canonical_type, override_from_env
+from ..providers.registry import (
+    ProviderOverride,
+    ProviderPool,
+    canonical_type,
+    checkpoint_salt,
+    override_from_env,
+)
 from ..workflow.tree import Task, Workflow
 from .options import ArtifactLevel, RunOptions
 from .ratelimit import make_call_guard
@@ -85,8 +91,14 @@ def override_of(
     return found
 
 
-def provider_salt(task: Task, override: ProviderOverride | None) -> str:
-    """The effective provider type of a task (an override changes what answers it)."""
+def provider_salt(
+    task: Task, override: ProviderOverride | None, workflow: Workflow | None = None
+) -> str:
+    """The effective provider type of a task (an override changes what answers it); with
+    ``workflow``, the checkpoint salt: plus a hash of the scripted replies / cassette turns
+    answering the task (``providers.registry.checkpoint_salt``, issue 11 point 8)."""
+    if workflow is not None:
+        return checkpoint_salt(workflow, task, override)
     if override is not None:
         return canonical_type(override.name)
     return task.provider.type if task.provider is not None else ""

@@ -14,6 +14,7 @@ from prefect.context import TaskRunContext
 
 from ..workflow.names import slug
 from ..workflow.tree import Task
+from .checkpoints import checkpoint_storage
 from .contextops import unbox
 from .leaf import LeafRef, ProcessLocal, leaf_task, task_options
 from .plan import Plan
@@ -36,7 +37,7 @@ class PrefectTasks:
     ) -> None:
         self.plan = plan
         self.tags = tags
-        self.storage = storage
+        self.storage = checkpoint_storage(storage)
         self.fresh = fresh
         self.workflow_name = workflow_name
         self.spec: RunSpec | None = None

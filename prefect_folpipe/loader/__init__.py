@@ -52,26 +52,30 @@ class LoadResult:
             stack.extend(reversed([*task.children, *task.disabled_children]))
 
 
-def load(path: str | Path) -> LoadResult:
+def load(path: str | Path, *, import_tools: bool = True) -> LoadResult:
     """Read a workflow folder into a tree, collecting every loading diagnostic; never raises
-    for author mistakes."""
+    for author mistakes.
+
+    ``import_tools=False`` never executes the workflow's code: tools.md python blocks and
+    ``tools/*.py`` are read from their source (``loader.toolstatic``). ``True`` imports them,
+    as a run does, so the tools' schemas are those of the real functions."""
     # Loading allocates many small, long-lived objects: cyclic GC passes in the middle of it
     # cost ~20% and free nothing, so they wait until the tree is built.
     paused = gc.isenabled()
     gc.disable()
     try:
-        return _load(Path(path).expanduser().absolute())
+        return _load(Path(path).expanduser().absolute(), import_tools)
     finally:
         if paused:
             gc.enable()
 
 
-def _load(root: Path) -> LoadResult:
+def _load(root: Path, import_tools: bool = True) -> LoadResult:
     discovery = Discovery(root)
     raw_root = discovery.load_root()
     if raw_root is None:
         return LoadResult(root, None, discovery.diagnostics)
-    builder = _Builder(root, raw_root, discovery.blobs)
+    builder = _Builder(root, raw_root, discovery.blobs, import_tools=import_tools)
     task = builder.build(raw_root, Cascade(), ())
     workflow = Workflow(root=task, root_dir=root, name=task.name, shared_tools=builder.shared_tools)
     diagnostics = _dedupe([*discovery.diagnostics, *builder.diagnostics])
@@ -81,14 +85,17 @@ def _load(root: Path) -> LoadResult:
 class _Builder:
     """Resolves RawTasks top-down into frozen Tasks (children first built, then the parent)."""
 
-    def __init__(self, root: Path, raw_root: RawTask, blobs: dict[Path, bytes]) -> None:
+    def __init__(
+        self, root: Path, raw_root: RawTask, blobs: dict[Path, bytes], *, import_tools: bool
+    ) -> None:
         self.root = root
+        self.import_tools = import_tools
         self.blobs = blobs
         self.diagnostics: list[Diagnostic] = []
         self.sources: dict[int, SourceMap] = {}
         self.snippets = Snippets(root)
         self.providers = ProviderTable()
-        shared, problems = _tools.shared_tools(root)
+        shared, problems = _tools.shared_tools(root, import_tools=import_tools)
         self.shared_tools: tuple[ToolSpec, ...] = shared
         self._add(problems, "")
         self.raw_root = raw_root
@@ -103,7 +110,9 @@ class _Builder:
             raw.config, provider, cascade.providers, raw.source, raw.path
         )
         instructions, snippet_files = self._instructions(raw)
-        own, problems = _tools.own_tools(raw.folder, raw.entries, raw.path)
+        own, problems = _tools.own_tools(
+            raw.folder, raw.entries, raw.path, import_tools=self.import_tools
+        )
         self._add(problems, raw.path)
         lineage = (*lineage, (raw.path, raw.config, own))
         tools, problems = _tools.resolved_tools(lineage, self.shared_tools)

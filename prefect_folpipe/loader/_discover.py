@@ -164,6 +164,17 @@ class Discovery:
                     hint="remove the symlink",
                 )
                 continue
+            if is_link and lineage[0] != real and lineage[0] not in real.parents:
+                self.error(
+                    "FP109",
+                    f"this task folder is a symlink to {str(real)!r}, outside the workflow: its "
+                    "code (tools, hooks) runs as part of this workflow",
+                    rel,
+                    None,
+                    parent.rel_dir,
+                    "copy the folder into the workflow, or make sure you trust its target",
+                    Severity.WARNING,
+                )
             entries = _entries(child_dir)
             if not entries & set(MARKERS):
                 self.error(

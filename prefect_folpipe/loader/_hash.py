@@ -1,10 +1,23 @@
 """Content hashes: what a task's checkpoints key on.
 
-A task's hash covers its path, its own files (task.yaml, instructions.md, SKILL.md, tools.md,
-everything under tools/ and hooks/ except hidden files and ``__pycache__``), the snippets its
-instructions include, its resolved tools' hashes and its resolved provider settings. It does
-not cover ``subtasks/``, ``.folpipe/`` or anything of a sibling, so editing one task never
-invalidates another task's checkpoint.
+A task's hash covers its path and **every file of its folder** at any depth — task.yaml,
+instructions.md, SKILL.md, tools.md, tools/, hooks/, input/, data files — by relative path and
+content, except:
+
+* ``subtasks/`` (each child has its own hash), and at the workflow root ``shared/`` (covered
+  through the snippets and tools a task uses);
+* ``output/`` (what the task itself writes), ``__pycache__``, ``node_modules``, ``*.pyc``;
+* hidden files and folders (``.env``, ``.folpipe/``, ``.git``, editor swap files, ``.venv``):
+  they hold state, caches and secrets, not the task's inputs;
+* a directory symlink is hashed as its target's path, not followed (a grant such as
+  ``data -> /vault/big`` is not read in full at every load); a file symlink by its content;
+* a file larger than :data:`LARGE_FILE` bytes is hashed by size and modification time.
+
+It also covers the snippets its instructions include, its resolved tools' hashes and its
+resolved provider settings. Nothing of a sibling counts, so editing one task never
+invalidates another task's checkpoint. (The provider's *answers* — a scripted replies file,
+a replay cassette — are keyed at run time through the provider's identity:
+``providers.registry.ProviderPool.checkpoint_salt``.)
 """
 
 from __future__ import annotations
@@ -17,8 +30,12 @@ from pathlib import Path
 
 from ..workflow.tree import ResolvedProvider, ToolSpec
 
-OWN_FILES = ("task.yaml", "instructions.md", "SKILL.md", "tools.md")
-OWN_DIRS = ("tools", "hooks")
+SKIPPED_DIRS = frozenset({"subtasks", "output", "__pycache__", "node_modules"})
+"""Folders of a task that its hash never covers (at any depth)."""
+ROOT_ONLY_SKIPPED = frozenset({"shared"})
+"""Folders skipped in the workflow root's folder only."""
+LARGE_FILE = 64 * 1024 * 1024
+"""Files above this size are hashed by size and modification time, not content."""
 
 
 def task_hash(
@@ -34,8 +51,12 @@ def task_hash(
     digest = hashlib.sha256()
     digest.update(f"path\0{path}\0".encode())
     blobs = blobs or {}
-    for rel, file in _own_files(folder, entries):
-        _add_file(digest, rel, file, blobs)
+    skipped = SKIPPED_DIRS | ROOT_ONLY_SKIPPED if not path else SKIPPED_DIRS
+    for rel, file in _tree(folder, "", skipped):
+        if isinstance(file, str):  # a directory symlink: its target, not its content
+            digest.update(f"link\0{rel}\0{file}\0".encode())
+        else:
+            _add_file(digest, rel, file, blobs)
     for snippet in sorted(set(snippets)):
         _add_file(digest, f"snippet:{snippet.name}", snippet, blobs)
     for tool in sorted(tools, key=lambda t: (t.name, t.owner)):
@@ -45,19 +66,15 @@ def task_hash(
     return digest.hexdigest()
 
 
-def file_digests(folder: Path) -> dict[str, str]:
+def file_digests(folder: Path, *, root: bool = False) -> dict[str, str]:
     """sha256 of each of the task's own files that its hash covers, by relative path (what
-    ``folpipe plan`` compares to say which file changed)."""
-    try:
-        entries = frozenset(os.listdir(folder))
-    except OSError:
-        return {}
+    ``folpipe plan`` compares to say which file changed); a directory symlink by its target."""
     out = {}
-    for rel, file in _own_files(folder, entries):
-        try:
-            out[rel] = hashlib.sha256(file.read_bytes()).hexdigest()
-        except OSError:
-            out[rel] = "unreadable"
+    for rel, file in _tree(folder, "", SKIPPED_DIRS | ROOT_ONLY_SKIPPED if root else SKIPPED_DIRS):
+        if isinstance(file, str):
+            out[rel] = f"link:{file}"
+            continue
+        out[rel] = hashlib.sha256(_read(file)).hexdigest()
     return out
 
 
@@ -78,36 +95,45 @@ def provider_blob(provider: ResolvedProvider) -> bytes:
     return blob
 
 
-def _own_files(folder: Path, entries: frozenset[str]) -> Iterator[tuple[str, Path]]:
-    for name in OWN_FILES:
-        if name in entries:
-            yield name, folder / name
-    for name in OWN_DIRS:
-        if name in entries:
-            yield from _tree(folder / name, name)
-
-
-def _tree(folder: Path, rel: str) -> Iterator[tuple[str, Path]]:
+def _tree(folder: Path, rel: str, skipped: frozenset[str]) -> Iterator[tuple[str, Path | str]]:
+    """``(relative path, file)`` for every file below ``folder`` in name order;
+    ``(relative path, target)`` for a directory symlink."""
     try:
         with os.scandir(folder) as it:
             entries = sorted(it, key=lambda e: e.name)
     except OSError:
         return
     for entry in entries:
-        if entry.name.startswith(".") or entry.name == "__pycache__":
+        name = entry.name
+        if name.startswith(".") or name.endswith(".pyc"):
             continue
-        if entry.is_dir():
-            yield from _tree(Path(entry.path), f"{rel}/{entry.name}")
-        elif entry.is_file():
-            yield f"{rel}/{entry.name}", Path(entry.path)
+        where = f"{rel}/{name}" if rel else name
+        try:
+            is_dir = entry.is_dir()
+            if is_dir and entry.is_symlink():
+                yield where, os.readlink(entry.path)
+            elif is_dir:
+                if name not in skipped:
+                    yield from _tree(Path(entry.path), where, SKIPPED_DIRS)
+            elif entry.is_file():
+                yield where, Path(entry.path)
+        except OSError:
+            continue
 
 
 def _add_file(digest: hashlib._Hash, rel: str, file: Path, blobs: Mapping[Path, bytes]) -> None:
     data = blobs.get(file)
     if data is None:
-        try:
-            data = file.read_bytes()
-        except OSError:
-            data = b"\0unreadable"
+        data = _read(file)
     digest.update(f"file\0{rel}\0{len(data)}\0".encode())
     digest.update(data)
+
+
+def _read(file: Path) -> bytes:
+    try:
+        stat = file.stat()
+        if stat.st_size > LARGE_FILE:
+            return f"\0large\0{stat.st_size}\0{stat.st_mtime_ns}".encode()
+        return file.read_bytes()
+    except OSError:
+        return b"\0unreadable"

@@ -21,17 +21,20 @@ Lineage = Sequence[tuple[str, TaskConfig, tuple[ToolSpec, ...]]]
 
 
 def own_tools(
-    folder: Path, entries: frozenset[str], path: str
+    folder: Path, entries: frozenset[str], path: str, *, import_tools: bool = True
 ) -> tuple[tuple[ToolSpec, ...], list[Diagnostic]]:
     """A task's tools.md + tools/*.py, and beside a SKILL.md its scripts/*.py (the Agent
-    Skills folder for code; a name tools.md or tools/ defines wins)."""
+    Skills folder for code; a name tools.md or tools/ defines wins). Their code is only read,
+    not run, unless ``import_tools``."""
     tools: list[ToolSpec] = []
     diagnostics: list[Diagnostic] = []
     if "tools.md" in entries or "tools" in entries:
-        found, problems = discover_tools(folder, owner=path)
+        found, problems = discover_tools(folder, owner=path, import_tools=import_tools)
         tools, diagnostics = list(found), list(problems)
     if "scripts" in entries and "SKILL.md" in entries:
-        found, problems = discover_module_tools(folder / "scripts", owner=path, quiet=True)
+        found, problems = discover_module_tools(
+            folder / "scripts", owner=path, quiet=True, import_tools=import_tools
+        )
         names = {spec.name for spec in tools}
         tools += [spec for spec in found if spec.name not in names]
         diagnostics += problems
@@ -62,12 +65,14 @@ def _unread_scripts(scripts: Path, path: str) -> list[Diagnostic]:
     ]
 
 
-def shared_tools(root: Path) -> tuple[tuple[ToolSpec, ...], list[Diagnostic]]:
+def shared_tools(
+    root: Path, *, import_tools: bool = True
+) -> tuple[tuple[ToolSpec, ...], list[Diagnostic]]:
     """``shared/tools.md`` of the workflow, if there is one."""
     file = root / "shared" / "tools.md"
     if not file.is_file():
         return (), []
-    tools, diagnostics = parse_tools_md(file, owner="<shared>")
+    tools, diagnostics = parse_tools_md(file, owner="<shared>", import_tools=import_tools)
     return tuple(tools), list(diagnostics)
 
 

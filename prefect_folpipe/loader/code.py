@@ -6,18 +6,28 @@ package named after a hash of its files, so modules can use relative imports
 is imported afresh. A tools.md code block becomes a module whose line numbers are those of the
 tools.md file, so syntax errors and tracebacks point at the right line. Both run inside
 ``agentflow_imports()``, so code written for folpipe 0.1.8 can ``from agentflow import tool``.
+
+Loading must never end the process: ``raise SystemExit(0)`` propagates as an exception the
+loader reports (FP214 / FP219), and ``os._exit`` / ``os.abort`` raise ``SystemExit`` too while
+the author's code is being executed here (otherwise ``validate --import-tools``, ``tree`` or
+``run --json`` would exit 0 silently and CI would see success). ``folpipe validate`` without
+``--import-tools`` does not execute this code at all (``loader.toolstatic``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
 import importlib.machinery
 import importlib.util
+import os
 import sys
 import traceback
 import types
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any, NoReturn
 
 from ..workflow.agentflow import agentflow_imports
 
@@ -52,7 +62,7 @@ def load_tools_module(module_file: str | Path, *, digest: str | None = None) -> 
     path = Path(module_file)
     tools_dir = path.parent
     package = _package_for(tools_dir, digest or tools_dir_digest(tools_dir))
-    with agentflow_imports():
+    with agentflow_imports(), exits_refused():
         return importlib.import_module(f"{package}.{path.stem}")
 
 
@@ -72,12 +82,40 @@ def load_code_block(code: str, *, source_file: str, line: int) -> types.ModuleTy
     compiled = compile("\n" * (line - 1) + code, source_file, "exec")
     sys.modules[name] = module
     try:
-        with agentflow_imports():
+        with agentflow_imports(), exits_refused():
             exec(compiled, module.__dict__)  # the workflow author's own code, never model output
     except BaseException:
         sys.modules.pop(name, None)
         raise
     return module
+
+
+def _refusing(name: str) -> Callable[..., NoReturn]:
+    def refuse(*args: Any) -> NoReturn:
+        shown = ", ".join(repr(arg) for arg in args)
+        raise SystemExit(f"{name}({shown}) called while loading tool code")
+
+    return refuse
+
+
+@contextlib.contextmanager
+def exits_refused() -> Iterator[None]:
+    """While the author's module-level code runs: ``os._exit`` and ``os.abort`` raise
+    ``SystemExit`` instead of ending the process (callers report it with a code)."""
+    modules = [os, *(m for m in (sys.modules.get("posix"), sys.modules.get("nt")) if m)]
+    saved = [
+        (module, attr, getattr(module, attr))
+        for module in modules
+        for attr in ("_exit", "abort")
+        if hasattr(module, attr)
+    ]
+    for module, attr, _ in saved:
+        setattr(module, attr, _refusing(f"os.{attr}"))
+    try:
+        yield
+    finally:
+        for module, attr, original in saved:
+            setattr(module, attr, original)
 
 
 def describe_exception(exc: BaseException, source_file: str | Path) -> tuple[str, int | None]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ..workflow.envnames import is_dangerous_env_name
 from ..workflow.toolschema import object_schema
 
 SHELL_ENV_NAMES = frozenset(
@@ -36,10 +37,11 @@ _SHELL_ASSIGN = re.compile(
 def infer_shell_params(script: str) -> dict[str, Any]:
     """Parameters of a shell script that declares none: the ``$VARS`` it reads.
 
-    Variables the sandbox provides, shell specials and variables the script assigns itself are
-    not parameters. ``${NAME:-default}`` makes a parameter optional. ``%NAME%`` (cmd style)
-    is a parameter too, although bash does not expand it (validate warns, FP229). Names are
-    lower-cased (the script sees both spellings).
+    Variables the sandbox provides, shell specials, variables the script assigns itself and
+    variables that change how programs run (``GIT_SSH_COMMAND``, ``LD_PRELOAD``, ...: the model
+    must never choose them) are not parameters. ``${NAME:-default}`` makes a parameter
+    optional. ``%NAME%`` (cmd style) is a parameter too, although bash does not expand it
+    (validate warns, FP229). Names are lower-cased (the script sees both spellings).
     """
     assigned = {name for match in _SHELL_ASSIGN.finditer(script) for name in match.groups() if name}
     properties: dict[str, Any] = {}
@@ -48,12 +50,14 @@ def infer_shell_params(script: str) -> dict[str, Any]:
         var = match.group(1)
         if _provided(var) or var in assigned:
             continue
+        if is_dangerous_env_name(var):
+            continue
         name = var.lower()
         if match.group(2):
             optional.add(name)
         properties.setdefault(name, {"type": "string"})
     for var in CMD_VAR.findall(script):
-        if not _provided(var.upper()):
+        if not _provided(var.upper()) and not is_dangerous_env_name(var):
             properties.setdefault(var.lower(), {"type": "string"})
     return object_schema(properties, [name for name in properties if name not in optional])
 

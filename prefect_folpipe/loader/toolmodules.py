@@ -1,5 +1,8 @@
 """``tools/*.py`` (spec §2.8): ``@tool`` functions of a task's tools folder become ToolSpecs,
-and ``discover_tools`` gives a task's own tools (tools.md + tools/, tools/ wins on a clash)."""
+and ``discover_tools`` gives a task's own tools (tools.md + tools/, tools/ wins on a clash).
+
+``import_tools=True`` imports each module (a run, ``validate --import-tools``);
+``import_tools=False`` (``folpipe validate``) reads it with ``loader.toolstatic`` instead."""
 
 from __future__ import annotations
 
@@ -9,16 +12,18 @@ from typing import Any
 
 from ..workflow.agentflow import ROOT as AGENTFLOW
 from ..workflow.agentflow import SUPPORTED_HINT
-from ..workflow.marker import describe_function, tool_meta
+from ..workflow.marker import ToolMeta, describe_function, tool_meta
 from ..workflow.toolschema import ToolDefinitionError
 from ..workflow.tree import ToolSpec
 from .code import describe_exception, load_tools_module, tools_dir_digest
 from .tooldefs import NAME_HINT, TOOL_NAME, Diagnostics, content_hash, diagnostic
-from .toolsmd import SIGNATURE_HINT, parse_tools_md
+from .toolpython import SIGNATURE_HINT
+from .toolsmd import parse_tools_md
+from .toolstatic import StaticProblem, decorated_functions, read_source, static_schema
 
 
 def discover_module_tools(
-    tools_dir: str | Path, *, owner: str, quiet: bool = False
+    tools_dir: str | Path, *, owner: str, quiet: bool = False, import_tools: bool = True
 ) -> tuple[list[ToolSpec], Diagnostics]:
     """``@tool`` functions of ``tools/*.py`` (files starting with ``_`` are helpers).
 
@@ -34,7 +39,8 @@ def discover_module_tools(
     for file in sorted(folder.glob("*.py")):
         if file.name.startswith("_") or (quiet and not mentions_tool(file)):
             continue
-        found, problems = _tools_of_module(file, digest, owner)
+        read = _tools_of_module if import_tools else _static_tools_of_module
+        found, problems = read(file, digest, owner)
         diagnostics.extend(p for p in problems if not (quiet and p.code == "FP215"))
         for spec in found:
             if spec.name in seen:
@@ -64,21 +70,82 @@ def mentions_tool(file: Path) -> bool:
         return False
 
 
+def _import_failed(
+    file: Path, message: str, line: int | None, owner: str, exc: BaseException | None = None
+) -> Diagnostics:
+    return [
+        diagnostic(
+            "FP214",
+            f"tools module {file.name} failed to import: {message}",
+            file,
+            line,
+            owner,
+            _import_hint(exc),
+        )
+    ]
+
+
+def _import_hint(exc: BaseException | None) -> str:
+    missing = getattr(exc, "name", None) if isinstance(exc, ImportError) else None
+    if missing and (missing == AGENTFLOW or missing.startswith(f"{AGENTFLOW}.")):
+        return SUPPORTED_HINT
+    return "fix the module, or declare missing packages under 'dependencies' in task.yaml"
+
+
+def _no_tools(file: Path, owner: str) -> Diagnostics:
+    return [
+        diagnostic(
+            "FP215",
+            f"tools module {file.name} defines no @tool function",
+            file,
+            None,
+            owner,
+            "decorate tool functions with @tool, or prefix helper modules with '_'",
+            warning=True,
+        )
+    ]
+
+
+def _static_tools_of_module(
+    file: Path, digest: str, owner: str
+) -> tuple[list[ToolSpec], Diagnostics]:
+    """The ``@tool`` functions of a module as its source declares them (nothing runs)."""
+    try:
+        text = file.read_text(encoding="utf-8")
+        module = read_source(text, str(file.absolute()), tools_dir=file.parent)
+    except SyntaxError as exc:
+        return [], _import_failed(file, f"SyntaxError: {exc.msg}", exc.lineno, owner)
+    except StaticProblem as exc:
+        missing = ModuleNotFoundError(str(exc), name=exc.module) if exc.module else None
+        return [], _import_failed(file, str(exc), exc.line, owner, missing)
+    except (OSError, UnicodeDecodeError) as exc:
+        return [], _import_failed(file, f"{type(exc).__name__}: {exc}", None, owner)
+    tools: list[ToolSpec] = []
+    diagnostics: Diagnostics = []
+    for function in decorated_functions(module):
+        meta, line = function.meta, function.line
+        assert meta is not None
+        if not _valid_name(meta.name, file, line, owner, diagnostics):
+            continue
+        try:
+            schema, description = static_schema(function)
+        except ToolDefinitionError as exc:
+            diagnostics.append(diagnostic("FP216", str(exc), file, line, owner, SIGNATURE_HINT))
+            continue
+        tools.append(
+            _spec_of(file, function.name, meta, line, schema, description, digest, owner)
+        )
+    if not tools and not diagnostics:
+        diagnostics = _no_tools(file, owner)
+    return tools, diagnostics
+
+
 def _tools_of_module(file: Path, digest: str, owner: str) -> tuple[list[ToolSpec], Diagnostics]:
     try:
         module = load_tools_module(file, digest=digest)
-    except (Exception, SystemExit) as exc:
+    except (Exception, SystemExit) as exc:  # SystemExit / os._exit at import: see loader.code
         message, line = describe_exception(exc, file.absolute())
-        return [], [
-            diagnostic(
-                "FP214",
-                f"tools module {file.name} failed to import: {message}",
-                file,
-                line,
-                owner,
-                _import_hint(exc),
-            )
-        ]
+        return [], _import_failed(file, message, line, owner, exc)
     tools: list[ToolSpec] = []
     diagnostics: Diagnostics = []
     seen: set[int] = set()
@@ -91,25 +158,8 @@ def _tools_of_module(file: Path, digest: str, owner: str) -> tuple[list[ToolSpec
         if spec is not None:
             tools.append(spec)
     if not tools and not diagnostics:
-        diagnostics.append(
-            diagnostic(
-                "FP215",
-                f"tools module {file.name} defines no @tool function",
-                file,
-                None,
-                owner,
-                "decorate tool functions with @tool, or prefix helper modules with '_'",
-                warning=True,
-            )
-        )
+        diagnostics = _no_tools(file, owner)
     return tools, diagnostics
-
-
-def _import_hint(exc: BaseException) -> str:
-    missing = getattr(exc, "name", None) if isinstance(exc, ImportError) else None
-    if missing and (missing == AGENTFLOW or missing.startswith(f"{AGENTFLOW}.")):
-        return SUPPORTED_HINT
-    return "fix the module, or declare missing packages under 'dependencies' in task.yaml"
 
 
 def _module_tool(
@@ -123,16 +173,37 @@ def _module_tool(
     meta = tool_meta(function)
     assert meta is not None
     line = getattr(getattr(function, "__code__", None), "co_firstlineno", None)
-    if not TOOL_NAME.match(meta.name):
-        diagnostics.append(
-            diagnostic("FP203", f"invalid tool name {meta.name!r}", file, line, owner, NAME_HINT)
-        )
+    if not _valid_name(meta.name, file, line, owner, diagnostics):
         return None
     try:
         schema, description = describe_function(function)
     except ToolDefinitionError as exc:
         diagnostics.append(diagnostic("FP216", str(exc), file, line, owner, SIGNATURE_HINT))
         return None
+    return _spec_of(file, attribute, meta, line, schema.parameters, description, digest, owner)
+
+
+def _valid_name(
+    name: str, file: Path, line: int | None, owner: str, diagnostics: Diagnostics
+) -> bool:
+    if TOOL_NAME.match(name):
+        return True
+    diagnostics.append(
+        diagnostic("FP203", f"invalid tool name {name!r}", file, line, owner, NAME_HINT)
+    )
+    return False
+
+
+def _spec_of(
+    file: Path,
+    attribute: str,
+    meta: ToolMeta,
+    line: int | None,
+    parameters: dict[str, Any],
+    description: str,
+    digest: str,
+    owner: str,
+) -> ToolSpec:
     metadata = {"type": "python", **meta.metadata()}
     if meta.scope != "shared":
         metadata["scope"] = meta.scope
@@ -140,7 +211,7 @@ def _module_tool(
         name=meta.name,
         kind="python",
         description=description,
-        parameters=schema.parameters,
+        parameters=parameters,
         source_file=str(file.absolute()),
         line=line,
         module_file=str(file.absolute()),
@@ -152,7 +223,7 @@ def _module_tool(
             kind="python",
             name=meta.name,
             description=description,
-            parameters=schema.parameters,
+            parameters=parameters,
             module=digest,
             function=attribute,
             metadata=metadata,
@@ -160,16 +231,21 @@ def _module_tool(
     )
 
 
-def discover_tools(task_dir: str | Path, *, owner: str) -> tuple[list[ToolSpec], Diagnostics]:
-    """A task's own tools: tools.md plus tools/*.py; a tools/ tool wins a name clash."""
+def discover_tools(
+    task_dir: str | Path, *, owner: str, import_tools: bool = True
+) -> tuple[list[ToolSpec], Diagnostics]:
+    """A task's own tools: tools.md plus tools/*.py; a tools/ tool wins a name clash.
+    ``import_tools=False`` reads the code without running it (``folpipe validate``)."""
     folder = Path(task_dir)
     diagnostics: Diagnostics = []
     md_tools: list[ToolSpec] = []
     tools_md = folder / "tools.md"
     if tools_md.is_file():
-        md_tools, problems = parse_tools_md(tools_md, owner=owner)
+        md_tools, problems = parse_tools_md(tools_md, owner=owner, import_tools=import_tools)
         diagnostics.extend(problems)
-    module_tools, problems = discover_module_tools(folder / "tools", owner=owner)
+    module_tools, problems = discover_module_tools(
+        folder / "tools", owner=owner, import_tools=import_tools
+    )
     diagnostics.extend(problems)
     overriding = {spec.name: spec for spec in module_tools}
     for spec in md_tools:

@@ -1,23 +1,22 @@
 """tools.md (spec §2.8, §7): each ``## name`` section becomes a ToolSpec.
 
-Python code blocks are the workflow author's own code and are loaded here to derive argument
-schemas from type hints (``tools/*.py`` modules: ``loader.toolmodules``).
+Python code blocks are the workflow author's own code. With ``import_tools=True`` (a run,
+``validate --import-tools``) they are executed to derive argument schemas from the real
+function; with ``import_tools=False`` (``folpipe validate``) they are only read
+(``loader.toolstatic``). ``tools/*.py`` modules: ``loader.toolmodules``.
 """
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..errors import Severity, did_you_mean
-from ..workflow.marker import describe_function, tool_meta
-from ..workflow.toolschema import ToolDefinitionError, empty_schema
+from ..workflow.envnames import is_dangerous_env_name
+from ..workflow.toolschema import empty_schema
 from ..workflow.tree import ToolSpec
 from . import markdown
-from .code import describe_exception, load_code_block
 from .shellparams import CMD_VAR, infer_shell_params
 from .tooldefs import (
     CODE_KINDS,
@@ -27,14 +26,19 @@ from .tooldefs import (
     NAME_HINT,
     TOOL_NAME,
     Diagnostics,
-    content_hash,
     diagnostic,
     metadata_value,
 )
+from .toolpython import build_python
+from .toolsection import Source, spec_of
 
 
-def parse_tools_md(path: str | Path, *, owner: str) -> tuple[list[ToolSpec], Diagnostics]:
-    """Parse a tools.md file into ToolSpecs; every problem becomes a diagnostic."""
+def parse_tools_md(
+    path: str | Path, *, owner: str, import_tools: bool = True
+) -> tuple[list[ToolSpec], Diagnostics]:
+    """Parse a tools.md file into ToolSpecs; every problem becomes a diagnostic.
+
+    ``import_tools=False`` reads python code blocks without executing them."""
     file = Path(path)
     try:
         text = file.read_text(encoding="utf-8-sig")
@@ -44,7 +48,7 @@ def parse_tools_md(path: str | Path, *, owner: str) -> tuple[list[ToolSpec], Dia
     diagnostics: Diagnostics = []
     seen: dict[str, int] = {}
     for section in markdown.split_sections(text):
-        spec = _tool_from_section(section, file, owner, diagnostics)
+        spec = _tool_from_section(section, file, owner, diagnostics, import_tools)
         if spec is None:
             continue
         if spec.name in seen:
@@ -64,34 +68,12 @@ def parse_tools_md(path: str | Path, *, owner: str) -> tuple[list[ToolSpec], Dia
     return tools, diagnostics
 
 
-@dataclass
-class _Source:
-    """One parsed tools.md section on its way to a ToolSpec, and where its problems go."""
-
-    section: markdown.Section
-    parsed: markdown.ParsedSection
-    file: Path
-    owner: str
-    diagnostics: Diagnostics
-
-    def report(
-        self,
-        code: str,
-        message: str,
-        line: int | None = None,
-        hint: str | None = None,
-        *,
-        warning: bool = False,
-    ) -> None:
-        """Add a diagnostic at ``line`` (default: the section's heading)."""
-        at = self.section.line if line is None else line
-        self.diagnostics.append(
-            diagnostic(code, message, self.file, at, self.owner, hint, warning=warning)
-        )
-
-
 def _tool_from_section(
-    section: markdown.Section, file: Path, owner: str, diagnostics: Diagnostics
+    section: markdown.Section,
+    file: Path,
+    owner: str,
+    diagnostics: Diagnostics,
+    import_tools: bool = True,
 ) -> ToolSpec | None:
     if not section.name:
         diagnostics.append(
@@ -112,7 +94,8 @@ def _tool_from_section(
             )
         )
         return None
-    source = _Source(section, markdown.parse_section(section), file, owner, diagnostics)
+    parsed = markdown.parse_section(section)
+    source = Source(section, parsed, file, owner, diagnostics, import_tools)
     before = len(diagnostics)
     kind, metadata = _read_metadata(source)
     if kind is None:
@@ -134,7 +117,7 @@ def _has_errors(diagnostics: Diagnostics) -> bool:
     return any(d.severity == Severity.ERROR for d in diagnostics)
 
 
-def _read_metadata(source: _Source) -> tuple[str | None, dict[str, Any]]:
+def _read_metadata(source: Source) -> tuple[str | None, dict[str, Any]]:
     """The tool kind and the typed metadata of a section."""
     parsed = source.parsed
     for body, line in parsed.bad_metadata:
@@ -168,7 +151,7 @@ def _read_metadata(source: _Source) -> tuple[str | None, dict[str, Any]]:
     return kind, metadata
 
 
-def _check_code_block(kind: str, source: _Source) -> None:
+def _check_code_block(kind: str, source: Source) -> None:
     code, name = source.parsed.code, source.section.name
     if code is not None and not code.closed:
         source.report("FP209", "code block is not closed", code.line - 1)
@@ -187,109 +170,7 @@ def _check_code_block(kind: str, source: _Source) -> None:
         )
 
 
-def _spec(
-    source: _Source,
-    metadata: dict[str, Any],
-    *,
-    parameters: Mapping[str, Any],
-    description: str | None = None,
-    code: str | None = None,
-    function_name: str | None = None,
-) -> ToolSpec:
-    """The ToolSpec of a section; ``description`` defaults to the section's prose."""
-    kind = metadata["type"]
-    name = source.section.name
-    description = source.parsed.description if description is None else description
-    block = source.parsed.code
-    return ToolSpec(
-        name=name,
-        kind=kind,
-        description=description,
-        parameters=parameters,
-        source_file=str(source.file.absolute()),
-        line=source.section.line,
-        code=code,
-        code_line=block.line if block is not None and code is not None else None,
-        function_name=function_name,
-        metadata=metadata,
-        scope=metadata.get("scope", "shared"),
-        owner=source.owner,
-        content_hash=content_hash(
-            kind=kind,
-            name=name,
-            description=description,
-            parameters=parameters,
-            code=code,
-            metadata=metadata,
-        ),
-    )
-
-
-def _build_python(source: _Source, metadata: dict[str, Any]) -> ToolSpec | None:
-    block = source.parsed.code
-    assert block is not None
-    file = source.file.absolute()
-    try:
-        module = load_code_block(block.code, source_file=str(file), line=block.line)
-    except Exception as exc:
-        message, line = describe_exception(exc, file)
-        code = "FP210" if isinstance(exc, SyntaxError) else "FP219"
-        source.report(code, f"python tool {source.section.name!r}: {message}", line or block.line)
-        return None
-    function = _pick_function(source, module.__dict__, metadata)
-    if function is None:
-        return None
-    descriptions = {e.name: e.schema.get("description", "") for e in source.parsed.params or []}
-    try:
-        schema, doc_text = describe_function(function, descriptions=descriptions)
-    except ToolDefinitionError as exc:
-        source.report("FP216", str(exc), function.__code__.co_firstlineno, SIGNATURE_HINT)
-        return None
-    meta = tool_meta(function)
-    merged = {**(meta.metadata() if meta else {}), **metadata}
-    return _spec(
-        source,
-        merged,
-        description=source.parsed.description or doc_text,
-        parameters=schema.parameters,
-        code=block.code,
-        function_name=function.__name__,
-    )
-
-
-SIGNATURE_HINT = "annotate parameters with JSON-friendly types (str, int, list[str], ...)"
-
-
-def _pick_function(
-    source: _Source, namespace: Mapping[str, Any], metadata: dict[str, Any]
-) -> Callable[..., Any] | None:
-    """The function a tools.md code block implements its tool with."""
-    name = source.section.name
-    module_name = namespace.get("__name__")
-    functions = {
-        attribute: value
-        for attribute, value in namespace.items()
-        if inspect.isfunction(value) and value.__module__ == module_name
-    }
-    wanted = metadata.get("function") or name
-    if wanted in functions:
-        return functions[wanted]
-    marked = [f for f in functions.values() if (m := tool_meta(f)) and m.name == name]
-    public = [f for attribute, f in functions.items() if not attribute.startswith("_")]
-    choice = marked or public
-    if len(choice) == 1 and "function" not in metadata:
-        return choice[0]
-    found = ", ".join(functions) or "none"
-    source.report(
-        "FP211",
-        f"python tool {name!r}: no function named {wanted!r} in the code block "
-        f"(functions found: {found})",
-        hint=f"name the function {name!r}, or set '> function: <name>'",
-    )
-    return None
-
-
-def _build_shell(source: _Source, metadata: dict[str, Any]) -> ToolSpec | None:
+def _build_shell(source: Source, metadata: dict[str, Any]) -> ToolSpec | None:
     assert source.parsed.code is not None
     script = source.parsed.code.code
     parameters = _parameters(source, metadata, lambda: infer_shell_params(script))
@@ -303,13 +184,26 @@ def _build_shell(source: _Source, metadata: dict[str, Any]) -> ToolSpec | None:
             f"write ${cmd_vars[0]} instead (the value is set under both spellings)",
             warning=True,
         )
-    if parameters is None:
+    if parameters is None or not _safe_env_names(source, parameters):
         return None
-    return _spec(source, metadata, parameters=parameters, code=script)
+    return spec_of(source, metadata, parameters=parameters, code=script)
+
+
+def _safe_env_names(source: Source, parameters: Mapping[str, Any]) -> bool:
+    """FP237 for shell parameters that would set ``GIT_SSH_COMMAND``, ``LD_PRELOAD``, ..."""
+    bad = [name for name in parameters.get("properties", {}) if is_dangerous_env_name(name)]
+    for name in bad:
+        source.report(
+            "FP237",
+            f"shell tool {source.section.name!r}: parameter {name!r} would set the environment "
+            f"variable {name.upper()}, which changes how programs run",
+            hint="rename the parameter (shell tools get their arguments as variables)",
+        )
+    return not bad
 
 
 def _parameters(
-    source: _Source, metadata: dict[str, Any], default: Callable[[], dict[str, Any]]
+    source: Source, metadata: dict[str, Any], default: Callable[[], dict[str, Any]]
 ) -> dict[str, Any] | None:
     """The schema of the declared parameters (``default()`` when none are declared), or None
     when they have errors."""
@@ -320,7 +214,7 @@ def _parameters(
 
 
 def _declared_params(
-    source: _Source, metadata: dict[str, Any]
+    source: Source, metadata: dict[str, Any]
 ) -> tuple[list[markdown.ParamEntry] | None, bool]:
     """Parameters from ``> params:`` or a Parameters list (None when neither is given), and
     whether they were read without errors."""
@@ -341,7 +235,7 @@ def _declared_params(
     return entries, not errors
 
 
-def _has_key(source: _Source, metadata: dict[str, Any], key: str, hint: str) -> bool:
+def _has_key(source: Source, metadata: dict[str, Any], key: str, hint: str) -> bool:
     """Whether the metadata sets ``key``; FP212 when it does not."""
     if metadata.get(key):
         return True
@@ -351,7 +245,7 @@ def _has_key(source: _Source, metadata: dict[str, Any], key: str, hint: str) -> 
     return False
 
 
-def _build_http(source: _Source, metadata: dict[str, Any]) -> ToolSpec | None:
+def _build_http(source: Source, metadata: dict[str, Any]) -> ToolSpec | None:
     if not _has_key(source, metadata, "url", "add '> url: https://...'"):
         return None
     metadata.setdefault("method", "GET")
@@ -359,25 +253,25 @@ def _build_http(source: _Source, metadata: dict[str, Any]) -> ToolSpec | None:
     if parameters is None:
         return None
     code = source.parsed.code.code if source.parsed.code else None
-    return _spec(source, metadata, parameters=parameters, code=code)
+    return spec_of(source, metadata, parameters=parameters, code=code)
 
 
-def _build_mcp(source: _Source, metadata: dict[str, Any]) -> ToolSpec | None:
+def _build_mcp(source: Source, metadata: dict[str, Any]) -> ToolSpec | None:
     if not _has_key(source, metadata, "server", "add '> server: <name of an mcp_servers entry>'"):
         return None
     metadata.setdefault("tool", source.section.name)
     parameters = _parameters(source, metadata, lambda: empty_schema(additional=True))
     if parameters is None:
         return None
-    return _spec(source, metadata, parameters=parameters)
+    return spec_of(source, metadata, parameters=parameters)
 
 
-def _build_reference(source: _Source, metadata: dict[str, Any]) -> ToolSpec | None:
-    return _spec(source, metadata, parameters=empty_schema())
+def _build_reference(source: Source, metadata: dict[str, Any]) -> ToolSpec | None:
+    return spec_of(source, metadata, parameters=empty_schema())
 
 
-_BUILDERS: dict[str, Callable[[_Source, dict[str, Any]], ToolSpec | None]] = {
-    "python": _build_python,
+_BUILDERS: dict[str, Callable[[Source, dict[str, Any]], ToolSpec | None]] = {
+    "python": build_python,
     "shell": _build_shell,
     "http": _build_http,
     "mcp": _build_mcp,

@@ -26,6 +26,7 @@ from ..messages import (
     UserMessage,
 )
 from ..workflow.config import ProviderConfig
+from ..workflow.redaction import register_secret
 
 SecretResolver = Callable[[str], str]
 
@@ -54,13 +55,18 @@ def resolve_api_key(
 ) -> str | None:
     """The API key from ``api_key_secret`` (a Prefect Secret block) or ``api_key_env``.
 
-    The key never appears in a message: errors only name the variable or the block.
+    The key never appears in a message: errors only name the variable or the block. It is
+    registered with the redaction registry, so no sink (logs, artifacts, the cassette, the
+    context) can store it.
     """
     if config.api_key_secret:
-        return _key_from_secret(config.api_key_secret, provider, secret_resolver)
+        key = _key_from_secret(config.api_key_secret, provider, secret_resolver)
+        register_secret(key)  # every sink masks it from now on, even mid-run
+        return key
     env_name = config.api_key_env or default_env
     value = os.environ.get(env_name, "").strip() if env_name else ""
     if value or not required:
+        register_secret(value)  # `api_key_env` may name a variable no pattern matches
         return value or None
     raise ConfigError(
         f"provider {provider!r} has no API key: environment variable {env_name} is not set",

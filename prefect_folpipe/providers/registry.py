@@ -348,3 +348,61 @@ class ProviderPool:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+DATA_PROVIDERS = frozenset({"scripted", "replay"})
+"""Providers whose answers are data (a replies file, a cassette), hashed into checkpoint keys."""
+
+
+def checkpoint_salt(workflow: Workflow, task: Task, override: ProviderOverride | None) -> str:
+    """Who answers ``task``, for its checkpoint key: the effective provider type (an override
+    changes it) and, when the answers are data — the scripted replies, a replay cassette — a
+    hash of the part that answers this task (the provider's ``checkpoint_identity(task)``), so
+    editing that part re-runs the task and edits for other tasks do not. Pure: it reads the
+    file (memoised on its path, size and modification time), builds no client."""
+    if override is not None:
+        kind = canonical_type(override.name)
+    elif task.provider is not None:
+        kind = task.provider.type
+    else:
+        return ""
+    if kind not in DATA_PROVIDERS or not task.runs_agent:
+        return kind
+    try:
+        provider: Any = _answers_provider(workflow, task, override)
+    except ConfigError:  # reported where the task runs
+        return kind
+    return f"{kind}|{provider.checkpoint_identity(task)}"
+
+
+_ANSWERS: dict[tuple[str, str, int, int], Any] = {}
+
+
+def _answers_provider(workflow: Workflow, task: Task, override: ProviderOverride | None) -> Any:
+    pool = ProviderPool(workflow, override)
+    if override is not None:
+        _, block, env = pool._override_block()
+    else:
+        assert task.provider is not None
+        _, block, env = pool._task_block(task.provider)
+    replies = env.replies or (Path(block.replies) if block.replies else None)
+    if replies is not None and not replies.is_absolute() and env.replies is None:
+        replies = Path(workflow.root_dir) / replies
+    try:
+        stat = replies.stat() if replies is not None else None
+    except OSError:
+        stat = None
+    key = (
+        str(block.type or env.name),
+        str(replies),
+        stat.st_size if stat else -1,
+        stat.st_mtime_ns if stat else -1,
+    )
+    provider = _ANSWERS.get(key)
+    if provider is None:
+        factory = resolve_provider_class(block.type or env.name, block.module)
+        provider = build_provider(factory, block, env)
+        if len(_ANSWERS) > 64:
+            _ANSWERS.clear()
+        _ANSWERS[key] = provider
+    return provider

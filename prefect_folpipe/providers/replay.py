@@ -7,9 +7,10 @@ call from the cassette; a request whose fingerprint differs from the recorded on
 that names the task, the turn and the first difference.
 
 Cassettes are YAML (``.yaml`` / ``.yml``) or JSON (any other suffix). Secrets never reach
-them: API keys the providers used and the values of secret-looking environment variables
-(``*KEY*``, ``*TOKEN*``, ``*SECRET*``, ``*PASSWORD*``) are replaced by ``[REDACTED]``, and the
-workflow's own folder is written as ``<workflow>`` so a cassette replays from any checkout.
+them: every request and answer is masked through the one redaction registry
+(``workflow.redaction.SECRETS``: secret-looking environment variables, URL passwords, API keys
+and Secret blocks resolved so far, even during the run), and the workflow's own folder is
+written as ``<workflow>`` so a cassette replays from any checkout.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import tempfile
 import threading
 from collections.abc import Iterable
@@ -29,6 +29,7 @@ import yaml
 from ..errors import ConfigError, ProviderError
 from ..messages import ModelRequest, ModelResponse, ToolCall, Usage, message_to_dict
 from ..workflow.config import ProviderConfig
+from ..workflow.redaction import SECRETS
 from ..workflow.tree import Task
 from ._sdk import provider_error
 from .base import Provider
@@ -36,21 +37,22 @@ from .base import Provider
 CASSETTE_VERSION = 1
 WORKFLOW_PLACEHOLDER = "<workflow>"
 REDACTED = "[REDACTED]"
-SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
-MIN_SECRET_LENGTH = 8
 
 
 class Normalizer:
-    """Makes requests and answers portable and secret-free before they are stored or hashed."""
+    """Makes requests and answers portable and secret-free before they are stored or hashed.
+
+    Secrets come from the redaction registry at the moment of writing (so a key resolved
+    after the recorder was built is masked too), plus ``secrets`` given here."""
 
     def __init__(self, workflow_root: Path | None, secrets: Iterable[str] = ()) -> None:
         self.root = str(Path(workflow_root).resolve()) if workflow_root else None
-        self.secrets = sorted({s for s in secrets if len(s) >= MIN_SECRET_LENGTH}, key=len)[::-1]
+        self.secrets = tuple(s for s in secrets if s)
+        SECRETS.register(*self.secrets)
 
     @classmethod
     def from_environment(cls, workflow_root: Path | None) -> Normalizer:
-        values = [v for k, v in os.environ.items() if SECRET_NAME.search(k)]
-        return cls(workflow_root, values)
+        return cls(workflow_root)
 
     def with_secrets(self, extra: Iterable[str]) -> Normalizer:
         normalizer = Normalizer(None, [*self.secrets, *extra])
@@ -58,8 +60,7 @@ class Normalizer:
         return normalizer
 
     def text(self, value: str) -> str:
-        for secret in self.secrets:
-            value = value.replace(secret, REDACTED)
+        value = SECRETS.text(value, extra=self.secrets)
         if self.root:
             value = value.replace(self.root, WORKFLOW_PLACEHOLDER)
         return value
@@ -294,6 +295,15 @@ class ReplayProvider:
 
     async def check_capabilities(self, task: Task) -> None:
         return None
+
+    def checkpoint_identity(self, task: Task) -> str:
+        """sha256 of the recorded turns of ``task``: part of its checkpoint key, so a
+        re-recorded or edited cassette re-runs the tasks whose turns changed."""
+        turns = sorted(
+            (turn, entry) for (path, turn), entry in self._interactions.items() if path == task.path
+        )
+        text = json.dumps(turns, sort_keys=True, default=repr)
+        return "cassette:" + hashlib.sha256(text.encode()).hexdigest()[:32]
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         turn = self._turns.next(request.task_path)

@@ -21,6 +21,8 @@ lives in the provider instance, which the provider pool shares for the whole run
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import hashlib
 import json
 import math
 import threading
@@ -42,11 +44,14 @@ from ..messages import (
     Usage,
     UserMessage,
 )
+from ..workflow.jsondata import NotPlainJSON, check_plain, load_yaml
 
 ERROR_KINDS: tuple[str, ...] = get_args(ProviderErrorKind)
 ENTRY_KEYS = frozenset({"text", "output", "tool_calls", "error", "message", "echo", "delay"})
 TOP_LEVEL_KEYS = frozenset({"tasks", "default", "latency_s"})
 CHARS_PER_TOKEN = 4
+MAX_DELAY_S = 3600.0
+"""Longest ``latency_s`` / ``delay`` a replies file may ask for (``.inf`` would hang a run)."""
 REPLIES_HINT = (
     "see the replies-file format in docs/providers.md: `tasks: {name: [entries]}`, `default:`; "
     "an entry is a string, {output: {...}}, {tool_calls: [...]}, {error: kind} or {echo: true}"
@@ -95,11 +100,16 @@ def load_replies(path: str | Path) -> ReplyScript:
             f"cannot read replies file: {exc.strerror or exc}", source=str(file), code="FP304"
         ) from None
     try:
-        data = yaml.safe_load(raw)
+        data = load_yaml(raw, "the replies file")
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1})" if mark is not None else ""
         raise RepliesFileError(f"not valid YAML{where}: {exc}", source=str(file)) from None
+    except NotPlainJSON as exc:
+        raise RepliesFileError(
+            f"only JSON-like data is allowed (strings, numbers, lists, mappings): {exc}",
+            source=str(file),
+        ) from None
     return parse_replies(data, source=str(file))
 
 
@@ -109,6 +119,10 @@ def parse_replies(data: Any, *, source: str = "<replies>") -> ReplyScript:
         data = {}
     if not isinstance(data, Mapping):
         raise RepliesFileError("the top level must be a mapping", source=source)
+    try:
+        check_plain(data, "replies")
+    except NotPlainJSON as exc:
+        raise RepliesFileError(f"only JSON-like data is allowed: {exc}", source=source) from None
     unknown = sorted(set(data) - TOP_LEVEL_KEYS)
     if unknown:
         raise RepliesFileError(
@@ -204,8 +218,16 @@ def _parse_tool_calls(
 
 
 def _number(value: Any, *, where: str, source: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-        raise RepliesFileError(f"{where} must be a number >= 0, got {value!r}", source=source)
+    """A delay in seconds: a finite number from 0 to ``MAX_DELAY_S``."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not 0 <= value <= MAX_DELAY_S  # also false for NaN
+    ):
+        raise RepliesFileError(
+            f"{where} must be a number of seconds from 0 to {MAX_DELAY_S:g}, got {value!r}",
+            source=source,
+        )
     return float(value)
 
 
@@ -292,6 +314,17 @@ class ScriptedProvider:
             code="FP306",
             hint=f"add `tasks: {{{task_name}: [...]}}` or a `default:` entry to the replies file",
         )
+
+    def checkpoint_identity(self, task: Any) -> str:
+        """sha256 of the entries that answer ``task`` (its list, or ``default``): part of its
+        checkpoint key, so editing them re-runs the task and editing another task's does not."""
+        try:
+            entries = self.entries_for(task.path, task.name)
+        except ConfigError:
+            return "no-replies"
+        data = [dataclasses.asdict(entry) for entry in entries]
+        text = json.dumps(data, sort_keys=True, default=repr)
+        return "replies:" + hashlib.sha256(text.encode()).hexdigest()[:32]
 
     def next_entry(self, task_path: str, task_name: str, at_least: int = 0) -> ScriptedReply:
         """Advance this task's cursor; the last entry repeats.

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import HookError
+from ..loader.code import exits_refused
 from ..workflow.agentflow import agentflow_imports, with_agentflow
 from ..workflow.config import HttpHook
 from ..workflow.marker import Hook
@@ -79,7 +80,7 @@ async def run_hook(
             raise HookError(f"{stage} hook {path}: unsupported file type (use .py or .sh)")
     except HookError:
         raise
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # a hook's exit() fails the task, not the process
         message = redact_secrets(f"{stage} hook {path} failed: {type(exc).__name__}: {exc}")
         raise HookError(message) from None  # the cause's traceback would carry it unmasked
     return context
@@ -94,7 +95,7 @@ def _load_hook_module(path: Path) -> types.ModuleType:
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     try:
-        with agentflow_imports():  # hooks written for folpipe 0.1.8 import agentflow
+        with agentflow_imports(), exits_refused():  # 0.1.8 hooks import agentflow
             spec.loader.exec_module(module)
     finally:
         sys.modules.pop(spec.name, None)

@@ -61,14 +61,24 @@ def load_function(spec: ToolSpec) -> tuple[Callable[..., Any], FunctionSchema]:
 
 
 async def run_python(spec: ToolSpec, arguments: Mapping[str, Any], ctx: ToolContext) -> Any:
-    """Call a python tool with validated arguments; return what it returned."""
-    function, schema = load_function(spec)
+    """Call a python tool with validated arguments; return what it returned.
+
+    A tool (or its module, loaded on first use) that raises ``SystemExit`` fails the call
+    (FP232), like any exception: it never ends the run."""
+    try:
+        function, schema = load_function(spec)
+    except SystemExit as exc:
+        raise ToolError(f"loading python tool {spec.name!r} raised SystemExit: {exc}") from None
     try:
         kwargs = schema.bind(arguments)
     except ValidationError as exc:
         raise ToolArgumentError(_validation_text(exc)) from None
     args = (ctx,) if schema.wants_context else ()
-    if schema.is_async:
-        with agentflow_imports():
-            return await function(*args, **kwargs)
-    return await asyncio.to_thread(functools.partial(with_agentflow(function), *args, **kwargs))
+    try:
+        if schema.is_async:
+            with agentflow_imports():
+                return await function(*args, **kwargs)
+        call = functools.partial(with_agentflow(function), *args, **kwargs)
+        return await asyncio.to_thread(call)
+    except SystemExit as exc:
+        raise ToolError(f"python tool {spec.name!r} raised SystemExit: {exc}") from None

@@ -9,22 +9,31 @@
   templates ``.env.example`` / ``.sample`` / ``.template`` / ``.dist``. Names that only start
   like one (``.environment``, ``app.env.example``) and calls (``secrets.token_hex(``) are left
   alone.
-* :func:`redact_secrets` masks the *values* of secret-looking environment variables
-  (``*_API_KEY``, ``*_TOKEN``, ``*_SECRET``, ``*SECRET*``, ``*PASSWORD*``; values shorter than
-  6 characters are ignored), and of any variable a tool declares it reads (``> env: [...]``),
-  wherever they appear.
+* :func:`redact_secrets` masks secret *values* wherever they appear, through the one
+  redaction registry (``workflow.redaction.SECRETS``): variables named ``*KEY*``,
+  ``*TOKEN*``, ``*SECRET*``, ``*PASSWORD*``, ``*PAT``, ``*CREDENTIAL*``, URL passwords, keys
+  resolved at run time (Secret blocks), and any variable a tool declares it reads
+  (``> env: [...]``); values shorter than 6 characters are ignored.
 * :func:`redact` does both; ``allow_sensitive_files`` (``security.allow_sensitive_files``)
   turns off the file-name part only. Secret values are always masked.
 """
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterable, Mapping
 
-REDACTED = "[REDACTED]"
-MIN_SECRET_LENGTH = 6
+from ..workflow.redaction import MIN_SECRET_LENGTH, REDACTED, SECRETS, env_secrets
+
+__all__ = [
+    "MIN_SECRET_LENGTH",
+    "REDACTED",
+    "SENSITIVE_FILE",
+    "redact",
+    "redact_filenames",
+    "redact_secrets",
+    "secret_values",
+]
 
 _DIR_PART = r"(?:[\w.~@+-]*[/\\])*"
 _SENSITIVE_NAME = (
@@ -36,7 +45,6 @@ SENSITIVE_FILE = re.compile(
     rf"(?<![\w.~@+/\\-]){_DIR_PART}{_SENSITIVE_NAME}(?![\w+(-]|\.\w)",
     re.IGNORECASE,
 )
-_SECRET_NAME = re.compile(r"(_API_KEY|_TOKEN|_SECRET)$|SECRET|PASSWORD|PASSWD", re.IGNORECASE)
 
 
 def redact_filenames(text: str) -> str:
@@ -45,26 +53,16 @@ def redact_filenames(text: str) -> str:
 
 
 def secret_values(env: Mapping[str, str] | None = None) -> list[str]:
-    """Values of secret-looking variables in ``env`` (default ``os.environ``), longest first."""
-    source = os.environ if env is None else env
-    values = {
-        value
-        for name, value in source.items()
-        if _SECRET_NAME.search(name) and value and len(value) >= MIN_SECRET_LENGTH
-    }
-    return sorted(values, key=len, reverse=True)
+    """Secret values of ``env`` (default ``os.environ``), longest first (see the registry)."""
+    return sorted(env_secrets(env), key=len, reverse=True)
 
 
 def redact_secrets(
     text: str, env: Mapping[str, str] | None = None, *, extra: Iterable[str] = ()
 ) -> str:
-    """``text`` with the values of secret-looking environment variables (and of ``extra``,
-    e.g. the variables an http tool was allowed to read) masked."""
-    values = {*secret_values(env), *(v for v in extra if v and len(v) >= MIN_SECRET_LENGTH)}
-    for value in sorted(values, key=len, reverse=True):
-        if value in text:
-            text = text.replace(value, REDACTED)
-    return text
+    """``text`` with every secret of the registry (and of ``extra``, e.g. the variables an http
+    tool was allowed to read) masked."""
+    return SECRETS.text(text, env=env, extra=extra)
 
 
 def redact(

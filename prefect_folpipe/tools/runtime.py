@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ToolError, did_you_mean
 from ..messages import ToolCall, ToolDefinition, ToolResult
 from ..workflow.context import ENV_KEY
+from ..workflow.redaction import register_secret
 from ..workflow.toolcontext import ToolContext
 from ..workflow.tree import ToolSpec
 from .attempts import ArgumentChecker, Outcome, Runner, error, result_text, run_attempts
@@ -310,7 +311,9 @@ def _declared_env_values(spec: ToolSpec | None) -> list[str]:
         names = [part.strip() for part in names.split(",")]
     if not isinstance(names, list | tuple):
         return []
-    return [os.environ[name] for name in names if isinstance(name, str) and name in os.environ]
+    values = [os.environ[name] for name in names if isinstance(name, str) and name in os.environ]
+    register_secret(*values)  # masked by every sink, not only in this tool's results
+    return values
 
 
 def _plain(arguments: Any) -> dict[str, Any]:

@@ -38,6 +38,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ToolError
+from ..workflow.envnames import is_dangerous_env_name
+from .watchdog import WATCHDOG
 
 SANDBOX_ENV_NAMES = (
     "PATH",
@@ -157,6 +159,11 @@ def _check_argument_name(name: str) -> None:
         raise ToolError(f"argument name {name!r} cannot be an environment variable")
     if _changes_sandbox(name) or (name != name.lower() and _changes_sandbox(name.upper())):
         raise ToolError(f"argument name {name!r} would change the sandbox; rename the parameter")
+    if is_dangerous_env_name(name):  # GIT_SSH_COMMAND, http_proxy, ... in any case
+        raise ToolError(
+            f"argument name {name!r} would set a variable that changes how programs run; "
+            "rename the parameter"
+        )
 
 
 def _changes_sandbox(name: str) -> bool:
@@ -182,6 +189,22 @@ def _shell_argv(script: str, env: Mapping[str, str]) -> list[str]:
     return [bash, "-c", script] if bash else ["/bin/sh", "-c", script]
 
 
+GATE = 'read -r -u {fd} _ || exit 125; exec {fd}<&-; exec "$@"'
+"""The first thing a tool's shell does: wait for a line on a pipe (the watchdog guards the
+tool's process group by then), then become the tool. EOF — this process died first — ends
+it before it does anything."""
+
+
+def _gated(argv: list[str]) -> tuple[list[str], int | None, int | None]:
+    """``argv`` behind the gate (bash only: ``read -u`` and fd numbers above 9), with the
+    pipe's ends; ``argv`` unchanged (no gate) without bash or off POSIX."""
+    if os.name != "posix" or os.path.basename(argv[0]) != "bash":
+        return argv, None, None
+    read_end, write_end = os.pipe()
+    gate = GATE.format(fd=read_end)
+    return [argv[0], "-c", gate, "folpipe-tool", *argv], read_end, write_end
+
+
 async def run_script(
     script: str,
     *,
@@ -194,19 +217,45 @@ async def run_script(
 ) -> ShellResult:
     """Run ``script`` in a new session; kill its process group on timeout or cancellation.
 
-    ``stdin`` is written to the script's standard input (empty when None). Raises
-    ShellToolFailed on timeout (with the output so far). ``on_start(pid)`` is called once the
-    process exists (tests use it to watch the process).
+    The session is guarded by the watchdog before the script starts, so it dies with this
+    process even on SIGKILL (``tools.watchdog``). ``stdin`` is written to the script's standard
+    input (empty when None). Raises ShellToolFailed on timeout (with the output so far).
+    ``on_start(pid)`` is called once the process exists (tests use it to watch the process).
     """
-    process = await asyncio.create_subprocess_exec(
-        *_shell_argv(script, env),
-        cwd=str(cwd),
-        env=dict(env),
-        stdin=asyncio.subprocess.DEVNULL if stdin is None else asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-        start_new_session=os.name == "posix",
-    )
+    argv, gate_read, gate_write = _gated(_shell_argv(script, env))
+    try:
+        process = await asyncio.create_subprocess_exec(
+            *argv,
+            cwd=str(cwd),
+            env=dict(env),
+            stdin=asyncio.subprocess.DEVNULL if stdin is None else asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            start_new_session=os.name == "posix",
+            pass_fds=() if gate_read is None else (gate_read,),
+        )
+        if os.name == "posix":
+            WATCHDOG.guard_group(process.pid)  # dies with this process, even on SIGKILL
+        if gate_write is not None:
+            os.write(gate_write, b"go\n")
+    finally:
+        for end in (gate_read, gate_write):
+            if end is not None:
+                os.close(end)
+    try:
+        return await _communicate(process, timeout, max_output, stdin, on_start)
+    finally:
+        if os.name == "posix":
+            WATCHDOG.release_group(process.pid)
+
+
+async def _communicate(
+    process: asyncio.subprocess.Process,
+    timeout: float | None,
+    max_output: int,
+    stdin: bytes | None,
+    on_start: Any,
+) -> ShellResult:
     if on_start is not None:
         on_start(process.pid)
     chunks: list[bytes] = []

@@ -23,6 +23,7 @@ from .dependencies import check_dependencies
 from .deploy_rules import check_deploy
 from .failure import check_failure_policy
 from .hook_files import check_hook_files
+from .json_values import check_json_values
 from .loops import check_loops
 from .outputs import check_output_names
 from .structure import check_empty_tasks
@@ -40,6 +41,7 @@ RULES: tuple[Rule, ...] = (
     check_deploy,
     check_backends,
     check_hook_files,
+    check_json_values,
 )
 
 __all__ = ["RULES", "Rule", "check", "load_workflow", "run_rules", "validate_workflow"]
@@ -52,17 +54,21 @@ def run_rules(result: LoadResult, rules: Iterable[Rule] = RULES) -> list[Diagnos
     return [diagnostic for rule in rules for diagnostic in rule(result)]
 
 
-def check(path: str | Path) -> tuple[LoadResult, list[Diagnostic]]:
+def check(path: str | Path, *, import_tools: bool = True) -> tuple[LoadResult, list[Diagnostic]]:
     """Load and run every rule: the result plus all diagnostics, errors first."""
-    result = load(path)
+    result = load(path, import_tools=import_tools)
     diagnostics = [*result.diagnostics, *run_rules(result)]
     return result, by_severity(diagnostics)
 
 
-def load_workflow(path: str | Path) -> Workflow:
+def load_workflow(path: str | Path, *, import_tools: bool = True) -> Workflow:
     """Load and validate a workflow folder; raise ``WorkflowValidationError`` carrying every
-    diagnostic when there is any error (warnings stay on ``Workflow.warnings``)."""
-    result, diagnostics = check(path)
+    diagnostic when there is any error (warnings stay on ``Workflow.warnings``).
+
+    This is the loader of a run: it imports the workflow's tool code (tools.md python blocks,
+    ``tools/*.py``) so the model gets the real functions' schemas. ``import_tools=False``
+    reads that code without running it (``folpipe tree`` / ``graph``)."""
+    result, diagnostics = check(path, import_tools=import_tools)
     errors = [d for d in diagnostics if d.severity == Severity.ERROR]
     if errors or result.workflow is None:
         raise WorkflowValidationError(diagnostics)
@@ -70,11 +76,15 @@ def load_workflow(path: str | Path) -> Workflow:
     return replace(result.workflow, warnings=warnings)
 
 
-def validate_workflow(path: str | Path) -> list[Diagnostic]:
+def validate_workflow(path: str | Path, *, import_tools: bool = False) -> list[Diagnostic]:
     """Every problem of the workflow folder at ``path``, errors first; never raises for
-    author mistakes (an unexpected failure becomes diagnostic FP190)."""
+    author mistakes (an unexpected failure becomes diagnostic FP190).
+
+    Safe on an untrusted folder: the workflow's code is read, never executed (tool
+    signatures from the source, imports located without importing them). ``import_tools=True``
+    imports the tool code as a run would (``folpipe validate --import-tools``)."""
     try:
-        return check(path)[1]
+        return check(path, import_tools=import_tools)[1]
     except Exception as exc:  # the validator reports, it does not crash
         return [internal_error(exc)]
 

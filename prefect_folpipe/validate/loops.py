@@ -13,7 +13,8 @@ LOOP_ONLY = ("max_iterations", "iteration_timeout", "on_max_iterations")
 
 def check_loops(result: LoadResult) -> Iterator[Diagnostic]:
     """FP150 loop without max_iterations; FP151 until without loop; FP152 loop-only options
-    outside a loop (warning); FP153 a loop without `until` that can only fail (warning)."""
+    outside a loop (warning); FP153 on_max_iterations on a loop without `until`, where it has
+    no effect (warning)."""
     for task in result.all_tasks():
         sub = task.config.subtasks
         if sub is None:
@@ -28,15 +29,15 @@ def check_loops(result: LoadResult) -> Iterator[Diagnostic]:
                     ("subtasks", "execution_type"),
                     "add e.g. `max_iterations: 5` under subtasks",
                 )
-            elif sub.until is None and sub.on_max_iterations == "fail":
+            elif sub.until is None and "on_max_iterations" in sub.model_fields_set:
                 yield at(
                     result,
                     task,
                     "FP153",
-                    "loop without `until` runs max_iterations "
-                    "times and then fails (on_max_iterations: fail)",
-                    ("subtasks", "execution_type"),
-                    "add `until:` or set `on_max_iterations: succeed_with_last`",
+                    "on_max_iterations applies only to a loop with `until`: without one the "
+                    "loop runs max_iterations times and completes",
+                    ("subtasks", "on_max_iterations"),
+                    "add `until:`, or remove on_max_iterations",
                     Severity.WARNING,
                 )
             continue

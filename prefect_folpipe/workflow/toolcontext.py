@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .grants import resolve_path
+from .grants import AllowedRoots, allowed_roots, resolve_path
 
 if TYPE_CHECKING:
     import httpx
@@ -32,7 +32,8 @@ class ToolContext:
       ``httpx.AsyncClient`` (for async tools); both are created on first use and closed when
       the task's toolbox closes;
     * ``ctx.resolve_path(p)`` maps a path into the task's allowed roots (spec §14.2) or raises
-      ``SandboxViolation``.
+      ``SandboxViolation``. The roots are computed when the context is made (the task's start):
+      nothing a tool does during the run widens them.
     """
 
     def __init__(
@@ -57,6 +58,7 @@ class ToolContext:
         self._ahttp: httpx.AsyncClient | None = None
         self._lock = threading.Lock()
         self._on_close: list[Callable[[], Awaitable[None]]] = []
+        self._roots: AllowedRoots = allowed_roots(self.task_dir)
 
     @property
     def settings(self) -> EffectiveSettings | None:
@@ -92,7 +94,7 @@ class ToolContext:
 
     def resolve_path(self, path: str | Path) -> Path:
         """The real path of ``path`` if the task may touch it, else ``SandboxViolation``."""
-        return resolve_path(self.task_dir, path)
+        return resolve_path(self.task_dir, path, self._roots)
 
     @property
     def http(self) -> httpx.Client:

@@ -141,44 +141,84 @@ def function_schema(
         params = params[1:]
     hints = _type_hints(target, skip=signature_first(signature) if wants_context else None)
     doc = parse_docstring(target.__doc__)
-    extra_descriptions = dict(descriptions or {})
-    fields: dict[str, Any] = {}
-    names: list[str] = []
     accepts_extra = False
+    entries: list[Param] = []
     for param in params:
         if param.kind is inspect.Parameter.VAR_KEYWORD:
             accepts_extra = True
             continue
         if param.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.POSITIONAL_ONLY):
-            raise ToolDefinitionError(
-                f"parameter {param.name!r} of {target.__name__}() must be passable by keyword "
-                "(no *args or positional-only parameters in a tool)"
-            )
-        description = doc.params.get(param.name) or extra_descriptions.get(param.name)
+            raise keyword_only_error(param.name, target.__name__)
         default = ... if param.default is inspect.Parameter.empty else param.default
-        annotation = hints.get(param.name, Any)
-        fields[f"p{len(names)}"] = (
-            annotation,
-            Field(default, alias=param.name, description=description or None),
-        )
-        names.append(param.name)
-    config = ConfigDict(extra="allow" if accepts_extra else "forbid", arbitrary_types_allowed=True)
-    try:
-        model = create_model(f"{target.__name__}_arguments", __config__=config, **fields)
-        schema = model.model_json_schema(by_alias=True)
-    except Exception as exc:
-        raise ToolDefinitionError(
-            f"cannot build a JSON schema for {target.__name__}(): {type(exc).__name__}: {exc}"
-        ) from exc
+        entries.append(Param(param.name, hints.get(param.name, Any), default))
+    model, parameters = build_schema(
+        target.__name__, entries, doc, descriptions, accepts_extra=accepts_extra
+    )
     return FunctionSchema(
-        parameters=clean_schema(schema),
+        parameters=parameters,
         description=doc.summary,
         wants_context=wants_context,
         is_async=inspect.iscoroutinefunction(target),
         arg_model=model,
-        names=tuple(names),
+        names=tuple(entry.name for entry in entries),
         accepts_extra=accepts_extra,
     )
+
+
+@dataclass(frozen=True)
+class Param:
+    """One keyword parameter of a tool: name, type (``Any`` when unknown) and default
+    (``...`` when required; :data:`UNKNOWN_DEFAULT` when it is not a literal)."""
+
+    name: str
+    annotation: Any = Any
+    default: Any = ...
+
+
+UNKNOWN_DEFAULT: Any = type("UnknownDefault", (), {"__repr__": lambda self: "<default>"})()
+"""A default read from source that is not a literal: optional, no default in the schema."""
+
+
+def keyword_only_error(name: str, function: str) -> ToolDefinitionError:
+    return ToolDefinitionError(
+        f"parameter {name!r} of {function}() must be passable by keyword "
+        "(no *args or positional-only parameters in a tool)"
+    )
+
+
+def build_schema(
+    function: str,
+    params: list[Param],
+    doc: ParsedDocstring,
+    descriptions: Mapping[str, str] | None = None,
+    *,
+    accepts_extra: bool = False,
+) -> tuple[type[BaseModel], dict[str, Any]]:
+    """The argument model and JSON Schema of a function's parameters (pydantic)."""
+    extra_descriptions = dict(descriptions or {})
+    fields: dict[str, Any] = {}
+    unknown_defaults: list[str] = []
+    for index, param in enumerate(params):
+        description = doc.params.get(param.name) or extra_descriptions.get(param.name)
+        default = param.default
+        if default is UNKNOWN_DEFAULT:
+            unknown_defaults.append(param.name)
+            default = None
+        fields[f"p{index}"] = (
+            param.annotation,
+            Field(default, alias=param.name, description=description or None),
+        )
+    config = ConfigDict(extra="allow" if accepts_extra else "forbid", arbitrary_types_allowed=True)
+    try:
+        model = create_model(f"{function}_arguments", __config__=config, **fields)
+        schema = clean_schema(model.model_json_schema(by_alias=True))
+    except Exception as exc:
+        raise ToolDefinitionError(
+            f"cannot build a JSON schema for {function}(): {type(exc).__name__}: {exc}"
+        ) from exc
+    for name in unknown_defaults:
+        schema["properties"].get(name, {}).pop("default", None)
+    return model, schema
 
 
 def signature_first(signature: inspect.Signature) -> str | None:

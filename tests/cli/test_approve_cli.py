@@ -77,7 +77,7 @@ def test_approve_answers_ahead_and_no_answer_is_a_coded_failure(tmp_path: Path, 
     assert nobody.returncode == 1
     failed = json.loads(nobody.stdout)
     ship = next(row for row in failed["tasks"] if row["path"] == "ship")
-    assert ship["status"] == "failed" and "FP520" in ship["error"] and "--approve" in ship["error"]
+    assert ship["status"] == "failed" and "FP530" in ship["error"] and "--approve" in ship["error"]
 
     bad = subprocess.run(
         _command(other, "--approve", "approved"), capture_output=True, text=True, env=cli_env,

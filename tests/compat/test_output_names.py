@@ -49,6 +49,33 @@ def test_a_name_copy_never_replaces_a_key_another_task_declares(make_workflow, r
     assert result.context["writer"] == {"summary": "S"}  # other names still get the copy
 
 
+def test_a_default_output_never_replaces_a_key_another_task_declares(make_workflow, run):
+    """``on_failure: use_default`` places its default output by the same rule."""
+    path = make_workflow(
+        {
+            "task.yaml": {"subtasks": {"execution_type": "sequential"}},
+            "subtasks/10_writer/task.yaml": {"output": ["summary"]},
+            "subtasks/10_writer/instructions.md": "Write.",
+            "subtasks/20_summary/task.yaml": {
+                "output": ["summary_text"],
+                "on_failure": "use_default",
+                "default_output": {"summary_text": "none"},
+                "settings": {"max_retries": 0},
+            },
+            "subtasks/20_summary/instructions.md": "Summarise.",
+            "replies.yaml": {
+                "tasks": {
+                    "writer": [{"output": {"summary": "S"}}],
+                    "summary": [{"error": "auth"}],
+                }
+            },
+        }
+    )
+    result = run(path)
+    assert result.context["summary"] == "S"
+    assert result.context["summary_text"] == "none"
+
+
 def test_validate_warns_fp158_where_a_name_equals_a_declared_key(make_workflow):
     path = make_workflow(
         {

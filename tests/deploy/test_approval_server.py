@@ -4,7 +4,7 @@ A deployment's run reaches its gate and is suspended with a typed form: the work
 exits (no worker is held). The test answers through the API as the UI's form does; the run is
 scheduled again, the worker runs it from the start, every task before the gate comes from its
 checkpoint, and the answer is in the context. A second deployment's gate times out: Prefect
-fails the run, its retry fails the gate (FP521) and the task's ``on_failure`` routes on.
+fails the run, its retry fails the gate (FP531) and the task's ``on_failure`` routes on.
 """
 
 from __future__ import annotations
@@ -148,5 +148,5 @@ def test_a_deployment_run_waits_for_approval_without_holding_a_worker(
     assert retried.state.name == "Completed", retried.state
     seen = _evidence(unanswered, expiring)
     assert (seen["approved"], seen["comment"]) == (False, "nobody answered")
-    assert "FP521" in seen["_errors"][0]["error"]
+    assert "FP531" in seen["_errors"][0]["error"]
     assert "announce" not in seen

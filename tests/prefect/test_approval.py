@@ -109,7 +109,7 @@ def test_nobody_to_answer_fails_the_gate_and_on_failure_applies(make_workflow, r
     result = run(wf)  # no terminal, no deployment, no preset
     assert result.status == "completed"
     assert result.task("ship")["status"] == "failed"
-    assert "FP520" in result.task("ship")["error"]
+    assert "FP530" in result.task("ship")["error"]
     assert result.context["shipped"] is False
     assert result.context["_errors"][0]["task"] == "ship"
 
@@ -122,7 +122,7 @@ def test_a_timeout_then_on_failure_applies(make_workflow, run):
     assert time.monotonic() - started < 30
     assert result.status == "completed"
     assert result.task("ship")["status"] == "failed"
-    assert "FP521" in result.task("ship")["error"]
+    assert "FP531" in result.task("ship")["error"]
     assert result.task("announce")["status"] == "skipped"  # nobody approved
 
 
@@ -130,7 +130,7 @@ def test_a_preset_of_the_wrong_type_is_a_coded_failure(make_workflow, run):
     wf = make_workflow(_release())
     result = run(wf, options=RunOptions(approvals={"": {"approved": "maybe", "comment": "x"}}))
     assert result.status == "failed"
-    assert "FP520" in result.task("ship")["error"] and "yes or no" in result.task("ship")["error"]
+    assert "FP530" in result.task("ship")["error"] and "yes or no" in result.task("ship")["error"]
 
 
 def _loop() -> dict[str, Any]:

@@ -115,13 +115,17 @@ def test_loop_resumes_mid_loop(make_workflow, run):
     wf = make_workflow(files)
     assert run(wf).status == "failed"
     (wf / "replies.yaml").write_text(
-        "tasks:\n  write: [{output: {draft: new}}]\n  review: [{output: {approved: true}}]\n"
+        "tasks:\n  write: [{output: {draft: d1}}, {output: {draft: d2}}]\n"
+        "  review: [{output: {approved: false}}, {output: {approved: true}}]\n"
     )
     second = run(wf)
     assert second.status == "completed"
     assert second.context["draft"] == "d2"
-    # iteration 1 (write + review) and write[2] are reused (d2); only review[2] runs again
-    assert second.usage["model_calls"] == 1
+    # write[1] and write[2] are reused (their replies did not change: d2); review's replies
+    # did, which is part of its checkpoint key (issue 11 point 8), so review[1] and review[2]
+    # run again
+    assert second.usage["model_calls"] == 2
+    assert second.task("write")["model_calls"] == 0
 
 
 def test_unserialisable_output_is_an_error_not_a_silent_missing_checkpoint(make_workflow, run):

@@ -75,7 +75,9 @@ def test_a_retry_replays_the_paid_calls_and_repeats_only_the_failed_one(make_wor
     agent = result.task("agent")
     assert agent["attempts"] == 2
     assert agent["replayed_calls"] == 11  # the second attempt paid for one call only
-    assert agent["model_calls"] == 12  # 11 in the first attempt + the one that failed there
+    # 11 paid in the first attempt, the one that failed there (counted, no tokens: issue 11),
+    # and the retry's one live call: without the journal the retry would pay 12 more
+    assert agent["model_calls"] == 13
     assert result.usage["replayed_calls"] == 11
     assert len(_journal_files(wf)) == 12  # one entry per answer (the error is not one)
 

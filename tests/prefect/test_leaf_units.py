@@ -9,6 +9,7 @@ from typing import Any
 import cloudpickle
 from prefect.states import Failed
 
+from prefect_folpipe.compile.checkpoints import CheckpointStorage
 from prefect_folpipe.compile.contextops import ContextBox
 from prefect_folpipe.compile.leaf import (
     CheckpointKey,
@@ -70,7 +71,10 @@ def test_one_place_for_retries_timeout_and_checkpoints() -> None:
     assert isinstance(options["retry_condition_fn"], RetryCondition)
     assert isinstance(options["cache_key_fn"], CheckpointKey)
     assert options["refresh_cache"] is True and options["persist_result"] is True
-    assert options["result_storage"] == Path("/wf/.folpipe/results")
+    storage = options["result_storage"]  # the checkpoint folder, its records checked on read
+    assert isinstance(storage, CheckpointStorage) and storage.basepath == "/wf/.folpipe/results"
+    assert options["result_serializer"].type == "json"
+    assert options["result_serializer"].object_decoder is None
     assert options["cache_expiration"].total_seconds() == 60
     off = _options(_workflow(cache=False, timeout=-1))
     assert off["persist_result"] is False and "cache_key_fn" not in off
@@ -97,5 +101,6 @@ def test_the_leaf_pickles_and_leaves_the_live_runtime_behind() -> None:
     assert clone.fn.args[0] == ref
     assert clone.fn.args[1].value is None  # rebuilt from the spec where it lands
     assert clone.retries == 1 and clone.task_key == leaf.task_key
+    assert isinstance(clone.result_storage, CheckpointStorage)
     box = cloudpickle.loads(cloudpickle.dumps(ContextBox({"a": 1})))
     assert box.value == {"a": 1}

@@ -136,7 +136,7 @@ async def test_output_failure_keeps_every_attempt(tmp_path: Path) -> None:
 async def test_provider_errors_propagate_with_stats(tmp_path: Path) -> None:
     with pytest.raises(ProviderError) as info:
         await converse(agent(tmp_path, {"default": {"error": "server_error"}}))
-    assert info.value.retryable and info.value.stats["model_calls"] == 0
+    assert info.value.retryable and info.value.stats["model_calls"] == 1  # the failed call
 
 
 class Ledger:

@@ -85,13 +85,26 @@ def test_did_you_mean_for_misspelled_context() -> None:
 
 
 @pytest.mark.parametrize(
-    "expr", ["9 ** 9 ** 9 ** 9", "'a' * 10 ** 9", "[1] * 10 ** 8", "context.count > 'x'"]
+    "expr",
+    [
+        "context.count ** 9 ** 9 > 0",
+        "'a' * context.count * 10 ** 8",
+        "[1] * (context.count * 10 ** 8)",
+        "context.count > 'x'",
+    ],
 )
 def test_evaluation_is_bounded_and_failures_are_expression_errors(expr: str) -> None:
     condition = compile_condition(expr)
     with pytest.raises(ExpressionError) as info:
         condition.evaluate(CONTEXT)
     assert info.value.code == "FP132"
+
+
+@pytest.mark.parametrize("expr", ["9 ** 9 ** 9 ** 9", "'a' * 10 ** 9", "[1] * 10 ** 8"])
+def test_constants_past_the_bounds_are_rejected_when_compiled(expr: str) -> None:
+    with pytest.raises(ExpressionError) as info:
+        compile_condition(expr)
+    assert info.value.code == "FP133"
 
 
 def test_huge_comprehension_is_refused() -> None:

@@ -42,7 +42,8 @@ def test_allowed_paths_resolve_to_real_paths(layout: dict[str, Path]) -> None:
         resolve_path(task, "output/new_file.json") == (task / "output" / "new_file.json").resolve()
     )
     assert resolve_path(task, "output") == (task / "output").resolve()
-    assert resolve_path(task, "subtasks/child/x.txt").parent == (task / "subtasks/child").resolve()
+    child_output = (task / "subtasks/child/output").resolve()
+    assert resolve_path(task, "subtasks/child/output/x.txt").parent == child_output
     assert resolve_path(task, "instructions.md").read_text() == "Do it."
     assert resolve_path(task, "input/../output/x") == (task / "output" / "x").resolve()
     assert resolve_path(task, str((task / "input" / "data.csv").absolute())).name == "data.csv"

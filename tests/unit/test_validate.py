@@ -337,7 +337,12 @@ def test_loop_rules(tmp_path: Path) -> None:
                 "subtasks/until/subtasks/x/instructions.md": "x",
                 "subtasks/forever/task.yaml": (
                     "subtasks:\n  execution_type: loop\n  max_iterations: 2\n"
+                    "  on_max_iterations: fail\n"
                 ),
+                "subtasks/fixed/task.yaml": (
+                    "subtasks:\n  execution_type: loop\n  max_iterations: 2\n"
+                ),
+                "subtasks/fixed/subtasks/x/instructions.md": "x",
                 "subtasks/forever/subtasks/x/instructions.md": "x",
             },
         )
@@ -347,7 +352,7 @@ def test_loop_rules(tmp_path: Path) -> None:
         ("FP150", "subtasks/unbounded/task.yaml", 2, "error"),
         ("FP151", "subtasks/until/task.yaml", 2, "error"),
         ("FP152", "subtasks/until/task.yaml", 3, "warning"),
-        ("FP153", "subtasks/forever/task.yaml", 2, "warning"),
+        ("FP153", "subtasks/forever/task.yaml", 4, "warning"),
     }
 
 
@@ -501,7 +506,7 @@ def test_an_unexpected_failure_becomes_fp190(
 ) -> None:
     import prefect_folpipe.validate as validate
 
-    def broken_check(path: object) -> None:
+    def broken_check(path: object, **options: object) -> None:
         raise RuntimeError("boom")
 
     monkeypatch.setattr(validate, "check", broken_check)

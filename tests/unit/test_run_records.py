@@ -1,0 +1,121 @@
+"""Run records and which run ``resume`` takes (issue 11 point 9), without Prefect."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from builders import make_task, make_workflow
+
+from prefect_folpipe.compile.options import RunOptions
+from prefect_folpipe.compile.report import RunResult, RunTracker
+from prefect_folpipe.compile.runs import (
+    RunRecord,
+    list_runs,
+    process_alive,
+    resumable_run,
+    this_process,
+)
+from prefect_folpipe.errors import ProviderError
+
+
+def _workflow(tmp_path: Path) -> Any:
+    leaf = make_task("draft", "draft")
+    return make_workflow(make_task("wf", "", instructions=None, children=[leaf]), tmp_path)
+
+
+def _result(status: str) -> RunResult:
+    row = {"path": "draft", "status": status}
+    error = ProviderError("scripted auth error", kind="auth") if status == "failed" else None
+    return RunResult(status, {}, [row], flow_run_id="f", error=error)  # type: ignore[arg-type]
+
+
+def _dead_pid() -> int:
+    child = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        text=True,
+        capture_output=True,
+        check=True,
+    )
+    return int(child.stdout)
+
+
+def test_a_record_is_written_at_the_start_and_rewritten_at_the_end(tmp_path: Path) -> None:
+    workflow = _workflow(tmp_path)
+    record = RunRecord.start(workflow, {"topic": "x"}, RunOptions(provider="scripted"), "f1")
+    [running] = list_runs(tmp_path)
+    assert running["status"] == "running" and running["pid"] == os.getpid()
+    assert running["context"] == {"topic": "x"} and running["flow_run_id"] == "f1"
+    assert process_alive(running) is True
+    record.finish(_result("failed"))
+    [ended] = list_runs(tmp_path)
+    assert ended["status"] == "failed" and "FP320" in ended["error"]
+    assert ended["tasks"] == [{"path": "draft", "status": "failed"}]
+    assert not list((tmp_path / ".folpipe" / "runs").glob(".*partial"))  # atomic writes
+
+
+def test_progress_is_recorded_while_the_run_goes_on(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr("prefect_folpipe.compile.runs.PROGRESS_EVERY_S", 0)
+    workflow = _workflow(tmp_path)
+    record = RunRecord.start(workflow, {}, RunOptions(), "f1")
+    tracker = RunTracker(workflow.tasks())
+    record.follow(tracker)
+    tracker.start("draft")
+    tracker.finish("draft", "completed")
+    [running] = list_runs(tmp_path)
+    assert {"path": "draft", "status": "completed"} in running["tasks"]
+
+
+def test_resume_takes_the_latest_unfinished_run_and_a_dead_running_one_is_crashed(
+    tmp_path: Path,
+) -> None:
+    workflow = _workflow(tmp_path)
+    older = RunRecord.start(workflow, {"n": 1}, RunOptions(), "older")
+    older.finish(_result("failed"))
+    crashed = RunRecord.start(workflow, {"n": 2}, RunOptions(), "killed")
+    crashed.data.update(pid=_dead_pid(), process_started="1")
+    crashed.save()
+
+    chosen = resumable_run(tmp_path)
+    assert chosen is not None and chosen["flow_run_id"] == "killed"
+    assert chosen["status"] == "crashed" and chosen["context"] == {"n": 2}
+    assert "died" in chosen["error"]
+
+
+def test_a_live_run_is_left_alone_and_a_completed_resume_closes_its_run(tmp_path: Path) -> None:
+    workflow = _workflow(tmp_path)
+    failed = RunRecord.start(workflow, {"n": 1}, RunOptions(), "failed")
+    failed.finish(_result("failed"))
+    RunRecord.start(workflow, {"n": 2}, RunOptions(), "still-running")  # this very process
+    assert resumable_run(tmp_path)["flow_run_id"] == "failed"  # type: ignore[index]
+
+    resume = RunRecord.start(workflow, {"n": 1}, RunOptions(resumed_from=failed.name), "again")
+    resume.finish(_result("completed"))
+    assert json.loads(failed.path.read_text())["resumed_by"] == resume.name
+    assert resumable_run(tmp_path) is None
+
+
+def test_an_unfinished_run_is_superseded_by_a_later_completed_run_with_its_inputs(
+    tmp_path: Path,
+) -> None:
+    workflow = _workflow(tmp_path)
+    interrupted = RunRecord.start(workflow, {"n": 1}, RunOptions(provider="scripted"), "stopped")
+    interrupted.end("interrupted", [], "the run was interrupted by SIGTERM")
+    other = RunRecord.start(workflow, {"n": 9}, RunOptions(provider="scripted"), "other")
+    other.finish(_result("completed"))
+    assert resumable_run(tmp_path)["flow_run_id"] == "stopped"  # type: ignore[index]
+    same = RunRecord.start(workflow, {"n": 1}, RunOptions(provider="scripted"), "same")
+    same.finish(_result("completed"))
+    assert resumable_run(tmp_path) is None
+
+
+def test_a_record_from_another_host_or_a_reused_pid_is_judged_right() -> None:
+    me = this_process()
+    assert process_alive(me) is True
+    assert process_alive({**me, "host": "elsewhere"}) is None
+    assert process_alive({**me, "process_started": "1"}) is False  # the pid now is someone else
+    assert process_alive({**me, "boot_id": "another-boot"}) is False
