@@ -145,10 +145,14 @@ async def _run_wave(
 
 
 def is_signal(exc: BaseException) -> bool:
-    """A control signal passing up the tree (Prefect's ``Pause``: the run was suspended for an
-    approval), as opposed to an error or a cancellation."""
-    ordinary = (Exception, asyncio.CancelledError, KeyboardInterrupt, SystemExit, GeneratorExit)
-    return not isinstance(exc, ordinary)
+    """A control signal passing up the tree (a ``prefect.exceptions.PrefectSignal`` such as
+    ``Pause``: the run was suspended for an approval), as opposed to an error, a cancellation
+    or an outside signal (Prefect's ``TerminationSignal`` is an interruption). Told by class
+    name, so this module stays Prefect-free."""
+    return any(
+        cls.__name__ == "PrefectSignal" and cls.__module__ == "prefect.exceptions"
+        for cls in type(exc).__mro__
+    )
 
 
 async def _caught(coro: Any, signals: list[BaseException]) -> None:

@@ -7,6 +7,7 @@ tests/deploy/test_approval_server.py.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -231,3 +232,18 @@ def test_a_gate_beside_parallel_siblings(parallel_gate, run):
     result = run(parallel_gate, options=RunOptions(approvals={"b": {"go": "true"}}))
     assert _statuses(result) == {"": "completed", "a": "completed", "b": "completed"}
     assert result.context["go"] is True
+
+
+def test_only_prefect_signals_pass_up_as_a_suspension() -> None:
+    """A ``Pause`` (a gate suspended the run) passes up the tree as a control signal; an
+    outside signal (Prefect's ``TerminationSignal``: SIGTERM in a worker) or Ctrl-C is an
+    interruption, recorded as such."""
+    from prefect.exceptions import Pause, TerminationSignal
+
+    from prefect_folpipe.compile.groups import is_signal
+
+    assert is_signal(Pause())
+    assert not is_signal(TerminationSignal(15))
+    assert not is_signal(KeyboardInterrupt())
+    assert not is_signal(asyncio.CancelledError())
+    assert not is_signal(ValueError("x"))
