@@ -53,6 +53,29 @@ def parallel_branches(
     return _write(root, files)
 
 
+def sequential_branches(
+    root: Path, branches: int = 5, latency: float = 0.2, branch_as: str | None = None
+) -> Path:
+    """(6) ``branches`` branches one after another, 2 sequential leaves each: a branch that
+    runs alone, where a subflow's cost is not multiplied by concurrent writes."""
+    settings = {"branch_as": branch_as} if branch_as else {}
+    files: dict[str, Any] = {
+        "task.yaml": _root(
+            "bench-sequential-branches",
+            latency,
+            settings=settings,
+            subtasks={"execution_type": "sequential"},
+        ),
+        "replies.yaml": {"default": "ok", "latency_s": latency},
+    }
+    for b in range(branches):
+        base = f"subtasks/{b:02d}_branch"
+        files[f"{base}/task.yaml"] = {"subtasks": {"execution_type": "sequential"}}
+        files[f"{base}/subtasks/10_first/instructions.md"] = "First."
+        files[f"{base}/subtasks/20_second/instructions.md"] = "Second."
+    return _write(root, files)
+
+
 def sequential_chain(root: Path, count: int = 200) -> Path:
     """(3) a ``count``-task sequential chain at zero latency."""
     files: dict[str, Any] = {

@@ -35,6 +35,7 @@ from ..workflow.redaction import mask_exception
 from ..workflow.tree import Task
 from .journal import Journal
 from .output import check_output, output_schema, repair_prompt
+from .result import attach_report
 
 LOG = logging.getLogger("prefect_folpipe.agent")
 EXCERPT_CHARS = 500
@@ -131,8 +132,24 @@ async def converse(agent: AgentPass) -> Conversation:
             _mask_secrets(exc)
             if exc.provider is None:
                 exc.provider = str(getattr(agent.provider, "name", None) or "provider")
+        _report(exc, agent, convo)
+        raise
+    except Exception as exc:
+        _report(exc, agent, convo)
         raise
     return convo
+
+
+def _report(exc: BaseException, agent: AgentPass, convo: Conversation) -> None:
+    """What the pass had done when it failed, for the failed task's artifact."""
+    attach_report(
+        exc,
+        system=agent.system,
+        rejected=list(convo.attempts),
+        model_calls=convo.model_calls,
+        tool_calls=convo.tool_calls,
+        model=convo.model,
+    )
 
 
 def _mask_secrets(exc: ProviderError) -> None:
@@ -317,11 +334,11 @@ def _bad_output(task: Task, attempts: list[dict[str, Any]]) -> OutputValidationE
         f"{len(attempts)} attempt(s):"
     ]
     for number, attempt in enumerate(attempts, 1):
-        excerpt = attempt["text"]
+        excerpt = " ".join(attempt["text"].split())  # one readable line, no repr escapes
         if len(excerpt) > EXCERPT_CHARS:
             excerpt = excerpt[:EXCERPT_CHARS] + "..."
         lines.append(f"  attempt {number}: {'; '.join(attempt['errors'])}")
-        lines.append(f"    answer: {excerpt!r}")
+        lines.append(f"    answer: {excerpt}")
     return OutputValidationError(
         "\n".join(lines), attempts, hint="make the instructions ask for the declared keys and types"
     )

@@ -29,7 +29,7 @@ from ..workflow.redaction import SECRETS, mask_exception, redacting
 from ..workflow.tree import Task, Workflow
 from .journal import Journal
 from .loop import AgentPass, CallLedger, Conversation, converse
-from .result import TaskOutcome
+from .result import TaskOutcome, attach_report
 
 Phase = Literal["single", "first", "final"]
 PHASES: tuple[str, ...] = ("single", "first", "final")
@@ -206,6 +206,9 @@ async def _agent_pass(
             )
         )
         convo.tool_log = [_log_entry(record) for record in getattr(toolbox, "log", [])]
+    except Exception as exc:  # the failed task's artifact shows the tool calls it made
+        attach_report(exc, tool_log=[_log_entry(r) for r in getattr(toolbox, "log", [])])
+        raise
     finally:
         if toolbox is not None:
             await toolbox.aclose()

@@ -164,6 +164,11 @@ def _run(
     run_workflow: Any, workflow: Workflow, context: dict[str, Any], options: Any, as_json: bool
 ) -> Any:
     console = get_console()
+    failure = start_api()
+    if failure is not None:  # FP523: the run never started
+        from ..compile.api import not_run
+
+        return not_run(workflow, context, failure)
     if as_json:
         if options.ask is None:
             options.ask = terminal_approver(get_console(stderr=True))
@@ -219,12 +224,23 @@ def report(workflow: Workflow, result: Any, as_json: bool) -> int:
     return EXIT_OK if result.status == "completed" else EXIT_FAILED
 
 
+def start_api() -> InfrastructureError | None:
+    """Start the temporary Prefect server (when no API is configured) before the live view,
+    with its one line on stderr; the FP523 error when it does not start."""
+    from ..compile.server import ensure_api
+
+    errors = get_console(stderr=True)
+    try:
+        ensure_api(lambda line: errors.print(line, style="dim", soft_wrap=True))
+    except InfrastructureError as exc:
+        return exc
+    return None
+
+
 def _print_outcome(console: Any, result: Any) -> None:
-    reused = result.reused()
-    if reused:
-        console.print(
-            f"reused {len(reused)} checkpoint(s): {', '.join(p or '(root)' for p in reused)}"
-        )
+    line = checkpoint_line(result)
+    if line:
+        console.print(line)
     usage = result.usage
     replayed = usage.get("replayed_calls") or 0
     costs = getattr(result, "costs", None)
@@ -239,6 +255,15 @@ def _print_outcome(console: Any, result: Any) -> None:
         failed = [row for row in result.tasks if row["status"] == "failed" and row["error"]]
         for row in failed[:5]:
             console.print(f"[red]✗ {row['path'] or '(root)'}[/red]: {row['error']}")
+
+
+def checkpoint_line(result: Any) -> str | None:
+    """``7 of 9 tasks from checkpoints (--fresh to re-run)``, when any task was reused."""
+    ran = [row for row in result.tasks if row["status"] in ("completed", "cached", "failed")]
+    reused = sum(1 for row in ran if row["status"] == "cached")
+    if not reused:
+        return None
+    return f"{reused} of {len(ran)} tasks from checkpoints (--fresh to re-run)"
 
 
 def run_options(

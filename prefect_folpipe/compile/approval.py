@@ -60,7 +60,8 @@ class ApprovalGates:
     ) -> None:
         self.files = StorageFiles(storage) if storage is not None else None
         self.keys = keys
-        """Gives ``identity(task)`` and ``salt(task)`` (the run's ``PassRuntime``)."""
+        """Gives ``identity(task)``, ``salt(task)`` and ``reach(task)`` (the run's
+        ``PassRuntime``)."""
         self.presets = {name: dict(values) for name, values in (presets or {}).items()}
         self.ask = ask
         self.flow_run = flow_run
@@ -99,7 +100,8 @@ class ApprovalGates:
     ) -> str:
         asked = json.dumps([question.prompt, {k: list(v) if isinstance(v, tuple) else v
                                               for k, v in question.fields.items()}])  # fmt: skip
-        salt = f"{self.keys.salt(task)}|{hashlib.sha256(asked.encode()).hexdigest()}"
+        reach = self.keys.reach(task)  # as far as the task's checkpoints reach
+        salt = f"{self.keys.salt(task)}{reach}|{hashlib.sha256(asked.encode()).hexdigest()}"
         identity = self.keys.identity(task)
         return cache_key(task, identity, context, iteration=scope, phase="approval", salt=salt)
 

@@ -85,22 +85,62 @@ def render_task(task: Task, label: str, payload: Mapping[str, Any]) -> str:
         "## Instructions as sent",
         _fenced(payload.get("prompt") or task.system_prompt or "(none)", "markdown"),
     ]
-    tool_log: Sequence[Mapping[str, Any]] = payload.get("tool_log") or ()
-    if tool_log:
-        lines += ["", "## Tool calls"]
-        for number, call in enumerate(tool_log, 1):
-            flag = " (error)" if call.get("is_error") else ""
-            flag += " (replayed)" if call.get("replayed") else ""
-            lines += [
-                f"### {number}. {_inline_code(call.get('name'))}{flag}",
-                _fenced(call.get("arguments") or {}, "json"),
-                _fenced(call.get("result", ""), ""),
-            ]
+    lines += _tool_calls(payload.get("tool_log") or ())
     lines += ["", "## Output", _fenced(payload.get("delta") or {}, "json")]
     text = payload.get("text")
     if text:
         lines += ["", "## Final answer", _fenced(text, "")]
     return "\n".join(lines)
+
+
+def render_failed_task(task: Task, label: str, error: BaseException, attempt: int) -> str:
+    """Markdown of a failed pass: the error, the instructions as sent, each rejected answer
+    with its validation errors, the tool calls it made."""
+    from ..agent.result import report_of
+    from .contextops import describe_error
+
+    report = report_of(error)
+    hint = getattr(error, "hint", None)
+    lines = [
+        f"# {label}: failed",
+        "",
+        f"attempt {attempt} · model `{report.get('model') or '-'}` · "
+        f"{report.get('model_calls', 0)} model call(s) · {report.get('tool_calls', 0)} "
+        "tool call(s)",
+        "",
+        "## Error",
+        _fenced(describe_error(error), ""),
+    ]
+    if hint:
+        lines += ["", f"hint: {_redact(' '.join(str(hint).split()))}"]
+    lines += [
+        "",
+        "## Instructions as sent",
+        _fenced(report.get("system") or task.system_prompt or "(none)", "markdown"),
+    ]
+    rejected: Sequence[Mapping[str, Any]] = report.get("rejected") or ()
+    if rejected:
+        lines += ["", "## Rejected answers"]
+        for number, answer in enumerate(rejected, 1):
+            errors = "; ".join(map(str, answer.get("errors") or ())) or "rejected"
+            lines += [f"### {number}. {_redact(errors)}", _fenced(answer.get("text", ""), "")]
+    lines += _tool_calls(report.get("tool_log") or ())
+    return "\n".join(lines)
+
+
+def _tool_calls(tool_log: Sequence[Mapping[str, Any]]) -> list[str]:
+    if not tool_log:
+        return []
+    lines = ["", "## Tool calls"]
+    for number, call in enumerate(tool_log, 1):
+        flag = " (error)" if call.get("is_error") else ""
+        flag += " (replayed)" if call.get("replayed") else ""
+        lines += [
+            f"### {number}. {_inline_code(call.get('name'))}{flag}",
+            _fenced(call.get("arguments") or {}, "json"),
+            _fenced(call.get("result", ""), ""),
+        ]
+    return lines
 
 
 def summary_rows(rows: Sequence[Mapping[str, Any]], costs: Any = None) -> list[dict[str, Any]]:
@@ -150,6 +190,35 @@ async def write_task_artifact(
             await _write(key, "markdown", description, render, _task_run_id(), _flow_run_id())(
                 client
             )
+    except Exception as exc:  # reports never fail a run
+        LOG.debug("artifact %s not written: %s", key, exc)
+
+
+def queue_failure_artifact(
+    workflow_name: str, task: Task, phase: str, label: str, error: BaseException, attempt: int
+) -> None:
+    """Queue the markdown artifact of a failed pass (same key as its successful runs: the
+    UI shows the versions side by side)."""
+    key = task_artifact_key(workflow_name, task, phase)
+    render = lambda: render_failed_task(task, label, error, attempt)  # noqa: E731
+    _submit(key, "markdown", f"folpipe task {label}: failed", render, _task_run_id())
+
+
+async def write_failure_artifact(
+    workflow_name: str, task: Task, phase: str, label: str, error: BaseException, attempt: int
+) -> None:
+    """Write a failed pass's artifact now (a Dask worker has no writer to flush)."""
+    from prefect.client.orchestration import get_client
+
+    key = task_artifact_key(workflow_name, task, phase)
+    text = render_failed_task(task, label, error, attempt)
+    write = _write(
+        key, "markdown", f"folpipe task {label}: failed", lambda: text, _task_run_id(),
+        _flow_run_id(),
+    )  # fmt: skip
+    try:
+        async with get_client() as client:
+            await write(client)
     except Exception as exc:  # reports never fail a run
         LOG.debug("artifact %s not written: %s", key, exc)
 

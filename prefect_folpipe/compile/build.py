@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from prefect.context import FlowRunContext
 
 from ..agent import run_task
-from ..errors import ConfigError, ProviderError, RunInterrupted
+from ..errors import ConfigError, MissingInputError, ProviderError, RunInterrupted
 from ..workflow.names import slug
 from ..workflow.tree import Task, Workflow
 from . import artifacts
@@ -37,6 +38,8 @@ from .report import RunResult, RunTracker, reported_tasks
 from .runner import Runners
 from .runs import RunRecord
 from .runtime import ModelServices, RunSpec, Services
+from .scope import CheckpointScope
+from .server import SETTLE
 from .tags import RunTags
 from .tasks import PrefectTasks
 
@@ -48,7 +51,7 @@ class WorkflowRun:
         self.workflow = workflow
         self.options = options
         self.plan = plan or build_plan(workflow)
-        self.spec = RunSpec.of(workflow, options)
+        self.spec = RunSpec.of(workflow, options, checkpoints=checkpoint_scope(options))
         self.local = ModelServices(workflow, self.spec)
         self.services: Services = self.local
         self.tracker = RunTracker(reported_tasks(self.plan), options.listeners)
@@ -58,7 +61,6 @@ class WorkflowRun:
             self.plan,
             self.tags,
             storage=options.storage_for(workflow.root_dir),
-            fresh=options.fresh,
             workflow_name=workflow.name,
         )
         self.executor = TreeExecutor(self.plan, self.tasks, self.runners, self.tracker, self.tags)
@@ -92,6 +94,20 @@ class WorkflowRun:
             await self.local.aclose()
         finally:
             await self.runners.aclose()
+
+
+def checkpoint_scope(options: RunOptions) -> CheckpointScope:
+    """How far this run's checkpoints reach (``compile.scope``): its lineage is the current
+    flow run (a UI Retry keeps it), or the run ``folpipe resume`` continues."""
+    context = FlowRunContext.get()
+    flow_run = context.flow_run if context is not None else None
+    lineage = options.lineage or (str(flow_run.id) if flow_run is not None else uuid.uuid4().hex)
+    return CheckpointScope(
+        lineage=lineage,
+        deployment=flow_run is not None and flow_run.deployment_id is not None,
+        across_runs=options.across_runs,
+        fresh=options.fresh,
+    )
 
 
 async def check_providers(services: ModelServices, tasks: Sequence[Task]) -> None:
@@ -136,6 +152,7 @@ async def run_root(
     """
     options = options or RunOptions()
     WRITER.touch()
+    SETTLE.arm()
     run = WorkflowRun(workflow, options)
     flow_run_id, _ = await asyncio.gather(_tag_flow_run(run.tags.of()), run.tags.read_limits())
     record = await _start_record(workflow, context, options, flow_run_id)
@@ -147,12 +164,16 @@ async def run_root(
     by_task: dict[str, Any] = {}
     usage: dict[str, Any] = {}
     try:
+        check_root_inputs(target, seeded)
         await check_providers(run.local, list(target.walk()))
         await run.start()
         outcome = await run.executor.run_target(target, seeded)
         by_task = await run.usage_report()
         _count_failed_attempts(run.tracker, by_task)
         usage = await run.services.usage()
+    except MissingInputError as exc:
+        run.tracker.fail_unstarted(target, describe_error(exc))
+        outcome = Outcome("failed", error=exc)
     except ConfigError as exc:
         outcome = Outcome("failed", error=exc)
     except BaseException as exc:  # a signal or a cancellation: say what ran, then go on
@@ -239,6 +260,20 @@ def _suspended(run: WorkflowRun, record: RunRecord | None) -> None:
     if record is not None:
         rows = [{"path": path, "status": task.status} for path, task in run.tracker.records.items()]
         record.end("suspended", rows, None)
+
+
+def check_root_inputs(target: Task, context: Mapping[str, Any]) -> None:
+    """FP313 before anything runs when the workflow's required inputs are missing (the root's
+    ``input.required``: the required parameters of its flow and deployments)."""
+    if target.path or target.config.input is None:
+        return
+    missing = [key for key in target.config.input.required if key not in context]
+    if missing:
+        raise MissingInputError(
+            f"the workflow's required input(s) {', '.join(map(repr, missing))} were not given",
+            hint="pass them as parameters (--param / the deployment form), in --context, "
+            "or give defaults in the root task.yaml `context:`",
+        )
 
 
 def _count_failed_attempts(tracker: RunTracker, usage: Mapping[str, Mapping[str, Any]]) -> None:

@@ -77,9 +77,33 @@ def dask_task_runner(plan: DaskPlan) -> Any:
             hint="pip install 'prefect-folpipe[dask]'",
         ) from None
     require_server()
-    if plan.address:
-        return DaskTaskRunner(address=plan.address)
+    address = scheduler_address(plan)
+    if address:
+        return DaskTaskRunner(address=address)
     return DaskTaskRunner(cluster_kwargs=local_cluster_kwargs(plan.workers))
+
+
+ADDRESS_ENV = "FOLPIPE_DASK_ADDRESS"
+"""A scheduler address for every run in this environment (e.g. a deployment's job variable):
+it wins over ``settings.dask_address``, so one folder runs on a local cluster in development
+and on the shared cluster when deployed."""
+
+
+def scheduler_address(plan: DaskPlan) -> str | None:
+    """``$FOLPIPE_DASK_ADDRESS``, else the plan's ``dask_address`` (``None``: a local cluster);
+    FP608 for an environment value that is not a scheduler address."""
+    from ..validate.deploy_rules import is_scheduler_address
+
+    given = os.environ.get(ADDRESS_ENV, "").strip()
+    if not given:
+        return plan.address
+    if not is_scheduler_address(given):
+        raise ConfigError(
+            f"{ADDRESS_ENV}={given!r} is not a scheduler address",
+            code="FP608",
+            hint="e.g. tcp://10.0.0.5:8786 (set it, or unset it for settings.dask_address)",
+        )
+    return given
 
 
 # --------------------------------------------------------------------------- the services actor
@@ -219,6 +243,13 @@ class RemoteRuntime(PassRuntime):
     ) -> None:
         await artifacts.write_task_artifact(
             self.workflow.name, task, phase, label, outcome, payload
+        )
+
+    async def publish_failure(
+        self, task: Task, phase: str, label: str, error: BaseException, attempt: int
+    ) -> None:
+        await artifacts.write_failure_artifact(
+            self.workflow.name, task, phase, label, error, attempt
         )
 
 

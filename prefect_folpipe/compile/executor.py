@@ -27,6 +27,7 @@ from .plan import Plan
 from .policy import ChildPolicy
 from .report import RunTracker
 from .runner import Runners
+from .server import SETTLE
 from .tags import RunTags
 from .tasks import PrefectTasks
 
@@ -87,6 +88,7 @@ class TreeExecutor:
             "scope": list(scope.iteration),
         }
         state = await runner.run(self.tasks.leaf(task, phase), parameters, wait_for)
+        SETTLE.expect(state)
         outcome = await settle_pass(task, state)
         await runner.report(task, state, outcome, self.tracker)
         return outcome
@@ -203,6 +205,8 @@ class TreeExecutor:
         # every level's frames (a RecursionError past ~95 levels); a task awaits its child
         # task without that chain, and cancelling the parent still cancels the child
         state = await asyncio.ensure_future(self.tasks.branch(task)(**call))
+        if not subflow:
+            SETTLE.expect(state)
         if state.is_completed():
             value: Outcome = await state.aresult()
             return Outcome(value.status, value.delta, handle=state)

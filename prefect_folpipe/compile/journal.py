@@ -101,9 +101,10 @@ def journal_for(
 ) -> Journal | None:
     """The journal of one pass of ``task``, or ``None`` when its checkpoints are off.
 
-    One journal per task, phase, loop iteration and provider salt (what answers the task,
-    as in its checkpoint key); ``--fresh`` only replays what this run itself journaled (its
-    own retries), never an earlier run's answers.
+    One journal per task, phase, loop iteration and ``salt``: what answers the task, as in
+    its checkpoint key, and how far its checkpoints reach (``compile.scope``: a deployment run
+    replays only its own lineage's answers unless checkpoints reach across runs). ``--fresh``
+    only replays what this run itself journaled (its own retries), never an earlier run's.
     """
     if spec.storage is None or not task.settings.cache:
         return None
@@ -114,5 +115,5 @@ def journal_for(
         namespace,
         workflow_root=spec.root_dir,
         run=spec.key,
-        only_run=spec.fresh,
+        only_run=spec.checkpoints.fresh,
     )

@@ -30,6 +30,12 @@ class RunOptions:
     provider: str | None = None
     replies: str | Path | None = None
     fresh: bool = False
+    """Re-run every task: a new checkpoint lineage that also refreshes the shared checkpoints."""
+    across_runs: bool | None = None
+    """Reuse checkpoints of earlier runs; ``None``: ``settings.cache.across_runs``, else yes
+    for local runs and no for deployment runs (``compile.scope``)."""
+    lineage: str | None = None
+    """Continue the checkpoint lineage of this flow run id (``folpipe resume``)."""
     record: Path | None = None
     result_storage: Any = None
     artifacts: ArtifactLevel | None = None

@@ -95,7 +95,12 @@ class PassRuntime:
         """The model-call journal of one pass (``None`` without an agent or checkpoints)."""
         if not task.runs_agent:
             return None
-        return journal_for(self.spec, task, phase, scope, self.salt(task))
+        return journal_for(self.spec, task, phase, scope, self.salt(task) + self.reach(task))
+
+    def reach(self, task: Task) -> str:
+        """How far the task's checkpoints reach (``compile.scope``): ``""`` when runs share
+        them, else the run's lineage. Its journal and its gate's answer reach as far."""
+        return self.spec.checkpoints.salt(task)
 
     async def attempt(self, task: Task, number: int) -> None:
         """An attempt of ``task``'s pass starts."""
@@ -107,6 +112,11 @@ class PassRuntime:
         self, task: Task, phase: str, label: str, outcome: Any, payload: Payload
     ) -> None:
         """The pass's markdown artifact."""
+
+    async def publish_failure(
+        self, task: Task, phase: str, label: str, error: BaseException, attempt: int
+    ) -> None:
+        """The failed pass's markdown artifact."""
 
 
 class FlowRuntime(PassRuntime):
@@ -134,3 +144,8 @@ class FlowRuntime(PassRuntime):
         self, task: Task, phase: str, label: str, outcome: Any, payload: Payload
     ) -> None:
         artifacts.queue_task_artifact(self.workflow.name, task, phase, label, outcome, payload)
+
+    async def publish_failure(
+        self, task: Task, phase: str, label: str, error: BaseException, attempt: int
+    ) -> None:
+        artifacts.queue_failure_artifact(self.workflow.name, task, phase, label, error, attempt)

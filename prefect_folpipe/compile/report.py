@@ -160,6 +160,13 @@ class RunTracker:
                 self.records[node.path].error = reason
                 self._emit("finish", self.records[node.path])
 
+    def fail_unstarted(self, task: Task, error: str) -> None:
+        """``task`` failed before anything ran: it is failed, its subtree not run."""
+        for node in task.walk():
+            if node.path != task.path:
+                self.finish(node.path, "skipped", error="not run: the workflow did not start")
+        self.finish(task.path, "failed", error=error)
+
     def rows(self) -> list[dict[str, Any]]:
         return [record.to_dict() for record in self.records.values()]
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -29,6 +29,7 @@ from ..providers.registry import (
 from ..workflow.tree import Task, Workflow
 from .options import ArtifactLevel, RunOptions
 from .ratelimit import make_call_guard
+from .scope import CheckpointScope
 from .secrets import prefect_secret_resolver
 
 
@@ -44,14 +45,17 @@ class RunSpec:
     artifacts: ArtifactLevel = "all"
     storage: Any = None
     """The result storage (a ``Path`` or a storage block): checkpoints, journals, answers."""
-    fresh: bool = False
     services: Any = None
     """The Dask actor serving model calls and the ledger, when the run uses Dask."""
+    checkpoints: CheckpointScope = field(default_factory=CheckpointScope)
+    """How far the run's checkpoints reach (its lineage, fresh, across runs)."""
     manifests: str | None = None
     """Where checkpoint manifests go (``compile.manifest``)."""
 
     @classmethod
-    def of(cls, workflow: Workflow, options: RunOptions) -> RunSpec:
+    def of(
+        cls, workflow: Workflow, options: RunOptions, checkpoints: CheckpointScope | None = None
+    ) -> RunSpec:
         """The spec of a run of ``workflow`` with ``options`` (paths made absolute)."""
         record = str(Path(options.record).resolve()) if options.record else None
         return cls(
@@ -61,7 +65,7 @@ class RunSpec:
             record=record,
             artifacts=options.artifact_level(),
             storage=options.storage_for(workflow.root_dir),
-            fresh=options.fresh,
+            checkpoints=checkpoints or CheckpointScope(fresh=options.fresh),
             manifests=str(manifest_dir(workflow.root_dir, options)),
         )
 

@@ -18,6 +18,7 @@ from ..loader import LoadResult, load
 from ..workflow.tree import Workflow
 from .approvals import check_approvals
 from .backends import check_backends
+from .checkpoints import check_checkpoint_scope
 from .conditions import check_conditions
 from .dependencies import check_dependencies
 from .deploy_rules import check_deploy
@@ -39,6 +40,7 @@ RULES: tuple[Rule, ...] = (
     check_output_names,
     check_approvals,
     check_deploy,
+    check_checkpoint_scope,
     check_backends,
     check_hook_files,
     check_json_values,

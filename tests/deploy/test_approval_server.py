@@ -18,6 +18,8 @@ from uuid import UUID
 
 import pytest
 
+from prefect_folpipe.compile.runs import list_runs, resumable_run
+
 from .server import FOLPIPE, PREFECT, PrefectServer, stop_process_group
 from .test_server_e2e import ok, trigger, with_client
 
@@ -119,6 +121,11 @@ def test_a_deployment_run_waits_for_approval_without_holding_a_worker(
     assert schema["properties"]["comment"]["type"] == "string"
     assert set(schema["required"]) == {"approved", "comment"}
     assert _task_runs(server, waiting) == [("build", "Completed")]
+    # a suspended run is not an interrupted one: `folpipe resume` leaves it to Prefect
+    assert [(r["status"], r["flow_run_id"]) for r in list_runs(answered)] == [
+        ("suspended", str(waiting))
+    ]
+    assert resumable_run(answered) is None
 
     # 2. answer as the UI's form does: resume with the run input
     async def answer(client: Any) -> Any:
@@ -143,6 +150,7 @@ def test_a_deployment_run_waits_for_approval_without_holding_a_worker(
     assert builds == [str(waiting)], "build ran once: the resumed run took its checkpoint"
     assert ("build", "Cached") in _task_runs(server, waiting)
     assert list((answered / ".folpipe" / "results" / "approvals").glob("ship-*.json"))
+    assert [r["status"] for r in list_runs(answered)] == ["suspended", "completed"]
 
     retried = _wait_state(server, expiring, {"Completed", "Failed", "Crashed"}, timeout=60)
     assert retried.state.name == "Completed", retried.state

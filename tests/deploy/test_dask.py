@@ -18,8 +18,8 @@ from prefect_folpipe.compile.runner import Runners
 from prefect_folpipe.errors import ConfigError
 from prefect_folpipe.validate import load_workflow
 
+from .runs import ok
 from .server import PrefectServer
-from .test_server_e2e import ok
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "deploy"
 EXAMPLE = Path(__file__).parent.parent.parent / "examples" / "research_report"

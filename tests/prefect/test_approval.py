@@ -247,3 +247,21 @@ def test_only_prefect_signals_pass_up_as_a_suspension() -> None:
     assert not is_signal(KeyboardInterrupt())
     assert not is_signal(asyncio.CancelledError())
     assert not is_signal(ValueError("x"))
+
+
+def test_the_answer_reaches_as_far_as_the_checkpoints(make_workflow, run):
+    """A run whose checkpoints do not reach across runs (a deployment's run, by default) asks
+    again; a resume of its lineage does not."""
+    wf = make_workflow(_release())
+    first = run(
+        wf, options=RunOptions(ask=Person({"approved": "yes", "comment": "go"}), across_runs=False)
+    )
+    assert first.status == "completed" and first.context["approved"] is True
+    asked = Person({"approved": "no", "comment": "not tonight"})
+    nightly = run(wf, options=RunOptions(ask=asked, across_runs=False))
+    assert len(asked.questions) == 1 and nightly.context["approved"] is False
+    resumed_asker = Person({"approved": "no", "comment": "unused"})
+    resumed = run(
+        wf, options=RunOptions(ask=resumed_asker, across_runs=False, lineage=first.flow_run_id)
+    )
+    assert resumed_asker.questions == [] and resumed.context["approved"] is True

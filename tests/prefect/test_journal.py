@@ -226,3 +226,23 @@ def test_the_report_and_the_artifact_say_replayed(make_workflow, run):
     newest = max(asyncio.run(read()), key=lambda a: a.created)
     assert "1 model call(s) + 2 replayed from the journal (free)" in newest.data
     assert "`lookup` (replayed)" in newest.data
+
+
+def test_the_journal_reaches_as_far_as_the_checkpoints(make_workflow, run):
+    """A run whose checkpoints stay in their lineage (a deployment's run, by default) never
+    replays another run's answers; a resume of that lineage does."""
+    files = _agent(12, {"echo": True}, settings={"timeout": 2, "max_retries": 0})
+    files["replies.yaml"]["tasks"]["agent"][-1] = {"echo": True, "delay": 3}
+    wf = make_workflow(files)
+    first = run(wf, options=RunOptions(across_runs=False))
+    assert first.status == "failed" and first.task("agent")["model_calls"] == 11
+    other = run(wf, options=RunOptions(across_runs=False))
+    assert other.status == "failed"
+    assert other.task("agent")["replayed_calls"] == 0  # a new lineage: every call paid again
+    (wf / "subtasks/agent/task.yaml").write_text("settings: {timeout: 30}\n")
+    resumed = run(wf, options=RunOptions(across_runs=False, lineage=first.flow_run_id))
+    assert resumed.status == "completed", resumed.error
+    assert (resumed.task("agent")["model_calls"], resumed.task("agent")["replayed_calls"]) == (
+        1,
+        11,
+    )
