@@ -20,8 +20,8 @@ import pytest
 
 from prefect_folpipe.compile.runs import list_runs, resumable_run
 
+from .runs import ok, trigger, with_client
 from .server import FOLPIPE, PREFECT, PrefectServer, stop_process_group
-from .test_server_e2e import ok, trigger, with_client
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "deploy" / "approval"
 POOL = "folpipe-approval"
