@@ -1,5 +1,5 @@
 """Issue 15's scenarios: cached re-runs, big trees against hand-written flows, deep nesting,
-the per-task overhead, cold starts and memory. ``run_benchmarks.py`` runs them (7-13).
+the per-task overhead, cold starts and memory. ``run_benchmarks.py`` runs them (8-14).
 
 Every measurement is wall-clock time plus the CPU time of this process and of the Prefect
 server process(es) (``Meter``): on a machine shared with other work the CPU seconds move much
@@ -116,7 +116,7 @@ def _ratio(a: dict[str, float], b: dict[str, float]) -> dict[str, float]:
     }
 
 
-# -- (7) cached re-runs ---------------------------------------------------------------------
+# -- (8) cached re-runs ---------------------------------------------------------------------
 
 
 def _edit_one_leaf(folder: Path) -> Path:
@@ -128,10 +128,10 @@ def _edit_one_leaf(folder: Path) -> Path:
 
 
 def bench_cached_reruns(scratch: Path) -> dict[str, Any]:
-    """(7) A re-run with nothing changed, and after editing one leaf, against the first run
+    """(8) A re-run with nothing changed, and after editing one leaf, against the first run
     (zero model latency): the 200-task chain and the 1,000-task tree (tools called)."""
     meter = Meter()
-    out: dict[str, Any] = {"name": "(7) cached re-runs, zero latency", "ok": True}
+    out: dict[str, Any] = {"name": "(8) cached re-runs, zero latency", "ok": True}
     shapes = {
         "chain_200": lambda: workflows.sequential_chain(scratch / "chain"),
         "tree_1000": lambda: trees.wide_tree(scratch / "tree"),
@@ -163,7 +163,7 @@ def bench_cached_reruns(scratch: Path) -> dict[str, Any]:
     return out
 
 
-# -- (8) big trees against hand-written flows -----------------------------------------------
+# -- (9) big trees against hand-written flows -----------------------------------------------
 
 
 def _storage(scratch: Path) -> str:
@@ -171,7 +171,7 @@ def _storage(scratch: Path) -> str:
 
 
 def bench_wide_tree(scratch: Path) -> dict[str, Any]:
-    """(8) 10 branches x 99 leaves, each leaf calls a tool: folpipe vs the hand-written flow
+    """(9) 10 branches x 99 leaves, each leaf calls a tool: folpipe vs the hand-written flow
     doing the same work (a parent task run per branch, persisted results, a report per
     leaf) and the bare one, zero model latency."""
     meter = Meter()
@@ -183,7 +183,7 @@ def bench_wide_tree(scratch: Path) -> dict[str, Any]:
     settle()
     bare = run_hand(lambda: handwritten.wide_tree_same_work(10, 99, 0.0, ""), meter)
     return {
-        "name": "(8) 1,000-task tree (10 x 99, tools called), zero latency",
+        "name": "(9) 1,000-task tree (10 x 99, tools called), zero latency",
         "folpipe": folpipe,
         "hand_same_work": same,
         "hand_bare": bare,
@@ -195,7 +195,7 @@ def bench_wide_tree(scratch: Path) -> dict[str, Any]:
 
 
 def bench_wide_group(scratch: Path, count: int = 500) -> dict[str, Any]:
-    """(9) One parallel group of 500 leaves: folpipe vs hand-written (same work, bare)."""
+    """(10) One parallel group of 500 leaves: folpipe vs hand-written (same work, bare)."""
     meter = Meter()
     folder = trees.wide_group(scratch / "group", count)
     settle()
@@ -205,7 +205,7 @@ def bench_wide_group(scratch: Path, count: int = 500) -> dict[str, Any]:
     settle()
     bare = run_hand(lambda: handwritten.wide_group_same_work(count, 0.0, ""), meter)
     return {
-        "name": f"(9) {count}-wide parallel group, zero latency",
+        "name": f"(10) {count}-wide parallel group, zero latency",
         "folpipe": folpipe,
         "hand_same_work": same,
         "hand_bare": bare,
@@ -216,14 +216,14 @@ def bench_wide_group(scratch: Path, count: int = 500) -> dict[str, Any]:
 
 
 def bench_nesting(scratch: Path, depth: int = 200) -> dict[str, Any]:
-    """(10) 200 levels of nesting run (a branch run per level and a leaf at the bottom)."""
+    """(11) 200 levels of nesting run (a branch run per level and a leaf at the bottom)."""
     meter = Meter()
     folder = trees.nested(scratch / "nested", depth)
     settle()
     numbers, result = run_folpipe(folder, meter, fresh=True)
     error = str(result.error)[:300] if result.error else None
     return {
-        "name": f"(10) {depth} levels of nesting",
+        "name": f"(11) {depth} levels of nesting",
         "folpipe": numbers,
         "status": result.status,
         "error": error,
@@ -231,11 +231,11 @@ def bench_nesting(scratch: Path, depth: int = 200) -> dict[str, Any]:
     }
 
 
-# -- (11) per-task overhead -----------------------------------------------------------------
+# -- (12) per-task overhead -----------------------------------------------------------------
 
 
 def bench_overhead(scratch: Path, count: int = 200) -> dict[str, Any]:
-    """(11) What one task costs, from the 200-task chain at zero latency: a bare Prefect task
+    """(12) What one task costs, from the 200-task chain at zero latency: a bare Prefect task
     run, a persisted result (checkpoint), a markdown artifact written inline, and folpipe's
     own work (folpipe without artifacts minus the checkpointed hand-written flow)."""
     meter = Meter()
@@ -272,7 +272,7 @@ def bench_overhead(scratch: Path, count: int = 200) -> dict[str, Any]:
         }
 
     return {
-        "name": f"(11) per-task overhead ({count}-task chain, zero latency), ms per task",
+        "name": f"(12) per-task overhead ({count}-task chain, zero latency), ms per task",
         "runs": rows,
         "prefect_task_run_ms": per_task("hand_bare"),
         "checkpoint_write_ms": per_task("hand_checkpointed", "hand_bare"),
@@ -283,7 +283,7 @@ def bench_overhead(scratch: Path, count: int = 200) -> dict[str, Any]:
     }
 
 
-# -- (12) cold start with a running server vs the temporary one -----------------------------
+# -- (13) cold start with a running server vs the temporary one -----------------------------
 
 
 def _cold(cmd: list[str], env: dict[str, str]) -> float:
@@ -295,7 +295,7 @@ def _cold(cmd: list[str], env: dict[str, str]) -> float:
 
 
 def bench_cold_server(scratch: Path, repeats: int = 3) -> dict[str, Any]:
-    """(12) ``folpipe run --json`` of a one-task workflow in a new process: against a running
+    """(13) ``folpipe run --json`` of a one-task workflow in a new process: against a running
     server (``PREFECT_API_URL``) and with the temporary one it starts itself."""
     sys.path.insert(0, str(HERE.parent))
     from tests.deploy.server import start_server  # type: ignore[import-not-found]
@@ -317,7 +317,7 @@ def bench_cold_server(scratch: Path, repeats: int = 3) -> dict[str, Any]:
         server.stop()
     median = lambda values: sorted(values)[len(values) // 2]  # noqa: E731
     return {
-        "name": "(12) cold start of `folpipe run`: running server vs temporary server",
+        "name": "(13) cold start of `folpipe run`: running server vs temporary server",
         "running_server_s": median(running),
         "temporary_server_s": median(temporary),
         "running_runs_s": running,
@@ -366,7 +366,7 @@ def peak_rss_mb(shape: str, scratch: Path) -> float:
 
 
 def bench_memory(scratch: Path) -> dict[str, Any]:
-    """(13) Peak memory of a folpipe process running the 1,000-task tree and the 500 group."""
+    """(14) Peak memory of a folpipe process running the 1,000-task tree and the 500 group."""
     settle()
     tree = peak_rss_mb("tree", scratch)
     settle()
@@ -374,7 +374,7 @@ def bench_memory(scratch: Path) -> dict[str, Any]:
     settle()
     hand = peak_rss_mb("hand_tree", scratch)
     return {
-        "name": "(13) peak memory of the run process (MB)",
+        "name": "(14) peak memory of the run process (MB)",
         "hand_tree_1000_mb": hand,
         "tree_1000_mb": tree,
         "group_500_mb": group,

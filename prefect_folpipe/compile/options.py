@@ -49,6 +49,12 @@ class RunOptions:
     """Restore children whose every pass has a checkpoint without a task run each (one
     ``Cached`` run per group shows them); ``False`` sends every pass through Prefect's own
     cache lookup (benchmarks compare the two)."""
+    approvals: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Answers to approval gates given ahead (``--approve``, test stubs): ``{task name or path,
+    or "" for every gate: {input key: value}}``."""
+    ask: Callable[[Any], Any] | None = None
+    """Asks a person for a gate's answer (blocking; ``folpipe run`` in a terminal): called
+    with a ``compile.approval.Question``, returns ``{input key: value}``."""
     resumed_from: str | None = None
     """The run record (file name) this run resumes (``folpipe resume``)."""
     interrupted: Any = None
