@@ -237,3 +237,28 @@ def test_random_trees_restore_exactly_what_prefects_cache_would(tmp_path, run, s
     assert _rows(restored) == _rows(through_prefect)
     assert set(_statuses(restored).values()) <= {"cached", "skipped", "completed"}
     assert restored.usage["model_calls"] == 0
+
+
+def test_a_gated_target_is_not_restored_past_its_gate(make_workflow, run):
+    """A root behind an approval gate: the cached re-run still passes the gate (its answer in
+    the context, as a run through Prefect) and restores what is below it."""
+    folder = make_workflow(
+        {
+            "task.yaml": {
+                "name": "gated",
+                "subtasks": {"execution_type": "sequential"},
+                "approval": {"prompt": "Go?", "input": {"approved": "bool"}},
+            },
+            "replies.yaml": {"default": "ok"},
+            "subtasks/a/instructions.md": "A.",
+            "subtasks/b/instructions.md": "B.",
+        }
+    )
+    answers = RunOptions(approvals={"": {"approved": "yes"}})
+    first = run(folder, options=answers)
+    assert first.status == "completed", first.error
+    assert first.context.get("approved") is True
+    again = run(folder, options=RunOptions(approvals={"": {"approved": "yes"}}))
+    assert again.status == "completed", again.error
+    assert again.context == first.context
+    assert {row["path"]: row["status"] for row in again.tasks}["a"] == "cached"
