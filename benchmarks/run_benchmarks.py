@@ -1,6 +1,6 @@
 """Benchmarks of the translator against hand-written Prefect flows and the ideal.
 
-    .venv/bin/python benchmarks/run_benchmarks.py [--only 1,2,3,4,5,6] [--json out.json]
+    .venv/bin/python benchmarks/run_benchmarks.py [--only 1,2,3,4,5,6,7] [--json out.json]
         [--server sqlite|postgres]
 
 Uses whatever Prefect API the environment selects: the ephemeral SQLite server by default
@@ -208,6 +208,53 @@ def bench_cold_start(scratch: Path, repeats: int = 3) -> dict[str, Any]:
     }
 
 
+def _bytes_under(folder: Path) -> int:
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+
+
+def _journal_run(scratch: Path, calls: int) -> dict[str, Any]:
+    wf = workflows.long_conversation(scratch / f"journal-{calls}", calls=calls)
+    _settle()
+    seconds, result = _run_folpipe(wf, fresh=True)
+    reader = next(row for row in result.tasks if row["path"] == "reader")
+    results = wf / ".folpipe" / "results"
+    return {
+        "calls": reader["model_calls"],
+        "seconds": seconds,
+        "journal_bytes": _bytes_under(results / "journal"),
+        "result_store_bytes": _bytes_under(results),
+        "sent_bytes": reader["usage"]["input_tokens"] * 4,  # every request, summed (O(N^2))
+        "ok": result.status == "completed",
+    }
+
+
+def bench_journal(scratch: Path) -> dict[str, Any]:
+    """(7) bytes written to the result store by the journal of a 100-call conversation that
+    grows to ~200k tokens (5 KB tool outputs), against the conversation itself, what the
+    requests carried, and a hand-written flow with one persisted task per model call."""
+    half = _journal_run(scratch, 50)
+    full = _journal_run(scratch, 100)
+    conversation = 99 * (5000 + 3000)  # tool outputs + answers: the final transcript's body
+    hand_store = scratch / "hand-journal"
+    _settle()
+    hand_s = _run_hand(lambda: handwritten.long_conversation(100, str(hand_store)))
+    return {
+        "name": "(7) journal of 100 model calls growing to ~200k tokens, 5 KB tool outputs",
+        "folpipe_s": full["seconds"],
+        "journal_bytes": full["journal_bytes"],
+        "journal_bytes_50_calls": half["journal_bytes"],
+        "growth_50_to_100": full["journal_bytes"] / max(1, half["journal_bytes"]),
+        "conversation_bytes": conversation,
+        "journal_over_conversation": full["journal_bytes"] / conversation,
+        "requests_carried_bytes": full["sent_bytes"],
+        "approx_tokens_final_conversation": conversation // 4,
+        "result_store_bytes": full["result_store_bytes"],
+        "hand_per_call_tasks_s": hand_s,
+        "hand_per_call_tasks_bytes": _bytes_under(hand_store),
+        "ok": full["ok"] and half["ok"],
+    }
+
+
 SCENARIOS = {
     "1": bench_parallel_leaves,
     "2": bench_parallel_branches,
@@ -215,6 +262,7 @@ SCENARIOS = {
     "4": bench_resume,
     "5": bench_cold_start,
     "6": bench_sequential_branches,
+    "7": bench_journal,
 }
 
 
@@ -246,7 +294,7 @@ def on_server(kind: str, argv: list[str]) -> int:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--only", default="1,2,3,4,5")
+    parser.add_argument("--only", default="1,2,3,4,5,6,7")
     parser.add_argument("--json", dest="json_out", type=Path)
     parser.add_argument("--repeat", type=int, default=1, help="measure each scenario N times")
     parser.add_argument(

@@ -112,3 +112,32 @@ def one_task(root: Path) -> Path:
         "instructions.md": "Say ok.",
     }
     return _write(root, files)
+
+
+LONG_TOOL = """## fetch_page
+Fetch one page of the report (5 KB of text).
+
+```python
+def fetch_page(n: int) -> str:
+    return (f"page {n}: " + "lorem ipsum dolor sit amet " * 200)[:5000]
+```
+"""
+ANSWER_CHARS = 3000
+
+
+def long_conversation(root: Path, calls: int = 100, latency: float = 0.0) -> Path:
+    """(6) one agent task making ``calls`` model calls: each answer (3 KB of text) asks for a
+    tool whose output is 5 KB, so the conversation grows to ~200k tokens by the last call."""
+    reasoning = ("thinking about the pages so far " * 100)[:ANSWER_CHARS]
+    turns: list[Any] = [
+        {"text": reasoning, "tool_calls": [{"name": "fetch_page", "arguments": {"n": i}}]}
+        for i in range(calls - 1)
+    ]
+    files = {
+        "task.yaml": _root("bench-journal", latency),
+        "replies.yaml": {"latency_s": latency, "tasks": {"reader": [*turns, "Read every page."]}},
+        "subtasks/reader/instructions.md": "Read every page of the report, one at a time.",
+        "subtasks/reader/task.yaml": {"settings": {"max_turns": calls + 10}},
+        "subtasks/reader/tools.md": LONG_TOOL,
+    }
+    return _write(root, files)

@@ -22,6 +22,9 @@ class TaskOutcome:
     outputs: dict[str, Any] = field(default_factory=dict)
     usage: Usage = field(default_factory=Usage)
     model_calls: int = 0
+    """Paid model calls; calls answered from the journal are ``replayed_calls``."""
+    replayed_calls: int = 0
+    replayed_usage: Usage = field(default_factory=Usage)
     tool_calls: int = 0
     cost: float = 0.0
     prompt: str = ""

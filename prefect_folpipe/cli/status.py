@@ -1,4 +1,4 @@
-"""``folpipe status``: recent runs of a workflow (state, duration, tasks cached / failed).
+"""``folpipe status``: recent runs of a workflow (state, duration, tasks cached / failed, cost).
 
 Reads the Prefect API: the server of ``PREFECT_API_URL``, or the local ephemeral history.
 """
@@ -39,7 +39,7 @@ def command(path: str, limit: int, as_json: bool) -> None:
         return
     table = Table(title=f"Recent runs of {workflow.name}", title_justify="left")
     notes = any(run.message for run in runs)
-    columns = ("flow run", "state", "started", "duration", "tasks", "cached", "failed")
+    columns = ("flow run", "state", "started", "duration", "tasks", "cached", "failed", "cost")
     for column in (*columns, "why") if notes else columns:
         table.add_column(column, overflow="fold")
     for run in runs:
@@ -53,6 +53,7 @@ def command(path: str, limit: int, as_json: bool) -> None:
             str(run.tasks.total),
             str(run.tasks.cached),
             str(run.tasks.failed),
+            f"${run.cost_usd:.4f}" if run.cost_usd is not None else "",
             *([_why(run.message)] if notes else []),
         )
     console.print(table)

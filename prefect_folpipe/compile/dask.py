@@ -127,6 +127,12 @@ class ServicesActor:
     async def after_call(self, path: str, usage: Usage, model: str | None) -> float:
         return self.services.ledger.after_call(self.tasks[path], usage, model=model)
 
+    async def replayed(self, path: str, usage: Usage, model: str | None) -> float:
+        return self.services.ledger.replayed(self.tasks[path], usage, model=model)
+
+    async def usage(self) -> dict[str, Any]:
+        return await self.services.usage()
+
     async def failed_call(self, path: str) -> None:
         self.services.ledger.failed_call(self.tasks[path])
 
@@ -177,6 +183,9 @@ class ActorLedger:
     async def after_call(self, task: Task, usage: Usage, *, model: str | None = None) -> float:
         return await call(self.actor.after_call(task.path, usage, model))  # type: ignore[no-any-return]
 
+    async def replayed(self, task: Task, usage: Usage, *, model: str | None = None) -> float:
+        return await call(self.actor.replayed(task.path, usage, model))  # type: ignore[no-any-return]
+
     async def failed_call(self, task: Task) -> None:
         """A model call that raised: one call, no tokens (issue 11 point 5)."""
         await call(self.actor.failed_call(task.path))
@@ -195,6 +204,9 @@ class ActorServices:
 
     async def report(self) -> dict[str, dict[str, Any]]:
         return await call(self.actor.report())  # type: ignore[no-any-return]
+
+    async def usage(self) -> dict[str, Any]:
+        return await call(self.actor.usage())  # type: ignore[no-any-return]
 
     async def aclose(self) -> None:
         await call(self.actor.aclose())

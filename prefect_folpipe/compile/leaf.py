@@ -106,6 +106,7 @@ async def execute_pass(
             iteration=scope[-1] if scope else None,
             logger=get_run_logger(),
             ledger=runtime.services.ledger,
+            journal=runtime.journal(task, ref.phase, scope),
         )
     except Exception as exc:  # a failed task's report is where one is needed most
         if runtime.artifact_level == "all":

@@ -45,6 +45,12 @@ class RunOptions:
     listeners: list[Callable[[str, Any], None]] = field(default_factory=list)
     """Called with ``(event, TaskRecord)`` on every state change (live progress view)."""
     keep_run_record: bool = True
+    approvals: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Answers to approval gates given ahead (``--approve``, test stubs): ``{task name or path,
+    or "" for every gate: {input key: value}}``."""
+    ask: Callable[[Any], Any] | None = None
+    """Asks a person for a gate's answer (blocking; ``folpipe run`` in a terminal): called
+    with a ``compile.approval.Question``, returns ``{input key: value}``."""
     resumed_from: str | None = None
     """The run record (file name) this run resumes (``folpipe resume``)."""
     interrupted: Any = None

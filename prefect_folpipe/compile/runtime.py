@@ -43,6 +43,8 @@ class RunSpec:
     override: ProviderOverride | None = None
     record: str | None = None
     artifacts: ArtifactLevel = "all"
+    storage: Any = None
+    """The result storage (a ``Path`` or a storage block): checkpoints, journals, answers."""
     services: Any = None
     """The Dask actor serving model calls and the ledger, when the run uses Dask."""
     checkpoints: CheckpointScope = field(default_factory=CheckpointScope)
@@ -62,6 +64,7 @@ class RunSpec:
             override=override_of(options),
             record=record,
             artifacts=options.artifact_level(),
+            storage=options.storage_for(workflow.root_dir),
             checkpoints=checkpoints or CheckpointScope(fresh=options.fresh),
             manifests=str(manifest_dir(workflow.root_dir, options)),
         )
@@ -125,6 +128,8 @@ class Services(Protocol):
 
     async def report(self) -> dict[str, dict[str, Any]]: ...
 
+    async def usage(self) -> dict[str, Any]: ...
+
     async def aclose(self) -> None: ...
 
 
@@ -147,6 +152,14 @@ class ModelServices:
     async def report(self) -> dict[str, dict[str, Any]]:
         """``{task path: totals}`` of every model call made so far (failed attempts too)."""
         return self.ledger.report()
+
+    async def usage(self) -> dict[str, Any]:
+        """The run's usage by model and its budgets' headroom (the cost report)."""
+        return {
+            "models": self.ledger.model_report(),
+            "budgets": self.ledger.budgets(),
+            "unpriced_models": sorted(self.ledger.unpriced_models),
+        }
 
     async def aclose(self) -> None:
         await self.pool.aclose()

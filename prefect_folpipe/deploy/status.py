@@ -58,6 +58,10 @@ class RunSummary:
     parameters: dict[str, Any]
     tags: list[str]
     tasks: TaskCounts = field(default_factory=TaskCounts)
+    cost_usd: float | None = None
+    """Estimated cost of the run's model calls (from its summary artifact or run record)."""
+    model_calls: int | None = None
+    tokens: int | None = None
     message: str | None = None
     """The state's message (why a run failed or crashed)."""
     task_runs: dict[str, str] = field(default_factory=dict)
@@ -308,7 +312,7 @@ def summarise(
 
 
 async def recent_runs(workflow: Workflow, *, limit: int = 10) -> list[RunSummary]:
-    """The workflow's most recent runs (newest first) with task counts."""
+    """The workflow's most recent runs (newest first) with task counts and cost."""
     from prefect.client.orchestration import get_client
 
     from ..compile.server import ensure_api
@@ -320,9 +324,67 @@ async def recent_runs(workflow: Workflow, *, limit: int = 10) -> list[RunSummary
         root_of, placeholders = await _descendant_runs(client, [run.id for run in runs])
         root_of.update({run.id: run.id for run in runs})
         task_runs = await _task_runs(client, list(root_of))
-    by_root: dict[UUID, list[Any]] = {run.id: [] for run in runs}
-    for task_run in task_runs:
-        by_root[root_of[task_run.flow_run_id]].append(task_run)
-    return [
-        summarise(run, names.get(run.flow_id, ""), by_root[run.id], placeholders) for run in runs
-    ]
+        by_root: dict[UUID, list[Any]] = {run.id: [] for run in runs}
+        for task_run in task_runs:
+            by_root[root_of[task_run.flow_run_id]].append(task_run)
+        summaries = [
+            summarise(run, names.get(run.flow_id, ""), by_root[run.id], placeholders)
+            for run in runs
+        ]
+        await _add_costs(client, workflow, summaries)
+    return summaries
+
+
+async def _add_costs(client: Any, workflow: Workflow, summaries: list[RunSummary]) -> None:
+    """Each run's cost: its summary artifact (any server), else its local run record."""
+    from ..compile.runs import list_runs
+
+    if not summaries:
+        return
+    found = await _summary_tables(client, workflow, [UUID(s.flow_run_id) for s in summaries])
+    records = {str(r.get("flow_run_id")): r for r in list_runs(workflow.root_dir)}
+    for summary in summaries:
+        rows = found.get(summary.flow_run_id)
+        if rows is not None:
+            summary.cost_usd = round(sum(float(r.get("cost_usd") or 0) for r in rows), 6)
+            summary.model_calls = sum(int(r.get("model_calls") or 0) for r in rows)
+            summary.tokens = sum(int(r.get("tokens") or 0) for r in rows)
+            continue
+        record = records.get(summary.flow_run_id) or {}
+        if record.get("cost_usd") is not None:
+            summary.cost_usd = record["cost_usd"]
+            usage = record.get("usage") or {}
+            summary.model_calls = usage.get("model_calls")
+            summary.tokens = (usage.get("input_tokens") or 0) + (usage.get("output_tokens") or 0)
+
+
+async def _summary_tables(
+    client: Any, workflow: Workflow, flow_run_ids: list[UUID]
+) -> dict[str, list[dict[str, Any]]]:
+    """``{flow run id: summary table rows}`` in one request."""
+    import json
+
+    from prefect.client.schemas.filters import (
+        ArtifactFilter,
+        ArtifactFilterFlowRunId,
+        ArtifactFilterKey,
+    )
+
+    from ..compile.artifacts import summary_key
+
+    artifacts = await client.read_artifacts(
+        artifact_filter=ArtifactFilter(
+            flow_run_id=ArtifactFilterFlowRunId(any_=flow_run_ids),
+            key=ArtifactFilterKey(any_=[summary_key(workflow.name)]),
+        ),
+        limit=PAGE,
+    )
+    tables: dict[str, list[dict[str, Any]]] = {}
+    for artifact in artifacts:
+        try:
+            rows = json.loads(artifact.data) if isinstance(artifact.data, str) else artifact.data
+        except ValueError:
+            continue
+        if isinstance(rows, list) and artifact.flow_run_id is not None:
+            tables[str(artifact.flow_run_id)] = [r for r in rows if isinstance(r, dict)]
+    return tables

@@ -255,6 +255,18 @@ class Schedule(StrictModel):
     timezone: str | None = None
 
 
+class ApprovalConfig(StrictModel):
+    """A human approval gate: the run waits for an answer before the task runs (the answer
+    merges into the context; see ``workflow.approval``)."""
+
+    prompt: str = Field(min_length=1)
+    """Shown in the Prefect UI and the terminal; ``{{ context.key }}`` is substituted."""
+    input: dict[str, OutputType | list[str]] = Field(default_factory=lambda: {"approved": "bool"})
+    """The answer's keys and types (all required); a list is a set of choices."""
+    timeout: str | float | None = None
+    """``72h``, ``30m``, ``2d`` or seconds; then the task's ``on_failure`` applies."""
+
+
 class DeployConfig(StrictModel):
     """Deployment defaults declared in the root task.yaml."""
 
@@ -293,6 +305,8 @@ class TaskConfig(StrictModel):
     on_failure: OnFailure = "fail"
     default_output: dict[str, Any] | None = None
     hooks: HooksConfig | None = None
+    approval: ApprovalConfig | None = None
+    """Wait for a person's answer before the task runs (Prefect UI, terminal, --approve)."""
     mcp_servers: dict[str, McpServer] = Field(default_factory=dict)
     pricing: dict[str, dict[str, float]] = Field(default_factory=dict)
     """Price table override: ``{model: {input_per_mtok, output_per_mtok}}``."""
