@@ -69,7 +69,7 @@ def sequential_branches(
         "replies.yaml": {"default": "ok", "latency_s": latency},
     }
     for b in range(branches):
-        base = f"subtasks/{b:02d}_branch"
+        base = f"subtasks/{b:02d}_branch_{b:02d}"  # names branch_00, ... (unique)
         files[f"{base}/task.yaml"] = {"subtasks": {"execution_type": "sequential"}}
         files[f"{base}/subtasks/10_first/instructions.md"] = "First."
         files[f"{base}/subtasks/20_second/instructions.md"] = "Second."

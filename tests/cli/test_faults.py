@@ -184,6 +184,14 @@ def test_sigkill_mid_run_kills_the_tool_and_resume_takes_the_crashed_run(tmp_pat
     assert _effect(root).exists()  # the resumed run did the tool's work, once
     state = _flow_run_state(killed["flow_run_id"])
     assert state.is_crashed() and "died" in (state.message or "")
+    # folpipe status names the crashed run and says why (issue 12 point 9)
+    status = _folpipe(cli_env, "status", root, "--json")
+    assert status.returncode == 0, status.stderr
+    runs = {run["flow_run_id"]: run for run in json.loads(status.stdout)["runs"]}
+    crashed = runs[killed["flow_run_id"]]
+    assert crashed["state"] == "Crashed" and "died" in (crashed["message"] or "")
+    plain = _folpipe({**cli_env, "COLUMNS": "200"}, "status", root)
+    assert "Crashed" in plain.stdout and "died" in plain.stdout, plain.stdout
     records = _records(root)
     assert records[-2]["status"] == "crashed" and records[-2]["resumed_by"]
     assert records[-1]["status"] == "completed"

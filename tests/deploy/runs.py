@@ -101,6 +101,11 @@ def task_run_states(
     return found
 
 
+SCHEDULER_WAIT_S = 120.0
+"""A new deployment's runs are created by the server's scheduler service, which may take a
+loop (seconds on a busy machine) after the deployment exists."""
+
+
 def keep_first_scheduled_run(server: PrefectServer, deployment: str) -> UUID:
     """Wait until the deployment's first scheduled run is due, pause the schedule and delete
     the other scheduled runs, so exactly one schedule firing reaches the worker."""
@@ -109,8 +114,15 @@ def keep_first_scheduled_run(server: PrefectServer, deployment: str) -> UUID:
     async def first_due(client: Any) -> UUID:
         found = await client.read_deployment_by_name(deployment)
         only = DeploymentFilter(id=DeploymentFilterId(any_=[found.id]))
-        runs = await client.read_flow_runs(deployment_filter=only)
-        first = min((r for r in runs if r.auto_scheduled), key=lambda r: r.expected_start_time)
+        scheduled: list[Any] = []
+        deadline = time.monotonic() + SCHEDULER_WAIT_S
+        while not scheduled and time.monotonic() < deadline:  # the scheduler service's loop
+            runs = await client.read_flow_runs(deployment_filter=only)
+            scheduled = [r for r in runs if r.auto_scheduled]
+            if not scheduled:
+                await asyncio.sleep(1)
+        assert scheduled, f"{deployment}: no scheduled run within {SCHEDULER_WAIT_S} s"
+        first = min(scheduled, key=lambda r: r.expected_start_time)
         while first.expected_start_time.timestamp() > time.time():
             await asyncio.sleep(0.5)
         await client.pause_deployment(found.id)
