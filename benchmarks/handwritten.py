@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from prefect import flow, task
+from prefect.cache_policies import INPUTS
 
 
 @task
@@ -82,6 +83,26 @@ async def sequential_chain_same_work(count: int = 200, storage: str = "") -> lis
     """(3) doing what folpipe does per task: a persisted checkpoint and a markdown report."""
     call = _checkpointed(reported_call, storage)
     return [await call(f"step_{i}", 0.0) for i in range(count)]
+
+
+@task(persist_result=True, cache_policy=INPUTS)
+async def llm_call(messages: list[dict[str, Any]], answer: str, turn: int) -> dict[str, Any]:
+    """(6) one model call as its own Prefect task (the per-call durability of pydantic-ai's
+    Prefect integration): keyed on its inputs (the conversation so far), result persisted."""
+    return {"text": answer, "tool_calls": [{"id": f"c{turn}", "name": "fetch_page", "n": turn}]}
+
+
+@flow
+async def long_conversation(calls: int = 100, storage: str = "") -> int:
+    """(6) the same conversation as folpipe's scenario 6, one persisted task per model call."""
+    call = llm_call.with_options(result_storage=Path(storage))
+    answer = ("thinking about the pages so far " * 100)[:3000]
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "Read every page."}]
+    for turn in range(calls):
+        response = await call(messages, answer, turn)
+        page = (f"page {turn}: " + "lorem ipsum dolor sit amet " * 200)[:5000]
+        messages = [*messages, {"role": "assistant", **response}, {"role": "tool", "content": page}]
+    return len(messages)
 
 
 @flow

@@ -1,11 +1,13 @@
 """Benchmarks of the translator against hand-written Prefect flows and the ideal.
 
-    .venv/bin/python benchmarks/run_benchmarks.py [--only 1,2,3,4,5] [--json out.json]
+    .venv/bin/python benchmarks/run_benchmarks.py [--only 1,2,3,4,5,6,7] [--json out.json]
+        [--server sqlite|postgres]
 
 Uses whatever Prefect API the environment selects: the ephemeral SQLite server by default
-(set PREFECT_HOME to a scratch folder), or PREFECT_API_URL. Each scenario runs once, folpipe
-and the hand-written flow side by side in the same process, with a pause between measurements
-so the server has finished recording the previous run.
+(set PREFECT_HOME to a scratch folder), or PREFECT_API_URL; ``--server`` starts a
+``prefect server`` on SQLite or on a throwaway PostgreSQL and measures against it. Each
+scenario runs once, folpipe and the hand-written flow side by side in the same process, with
+a pause between measurements so the server has finished recording the previous run.
 """
 
 from __future__ import annotations
@@ -119,6 +121,22 @@ def bench_parallel_branches(scratch: Path) -> dict[str, Any]:
     }
 
 
+def bench_sequential_branches(scratch: Path) -> dict[str, Any]:
+    as_task = workflows.sequential_branches(scratch / "seq-task")
+    as_subflow = workflows.sequential_branches(scratch / "seq-subflow", branch_as="subflow")
+    _settle()
+    task_s, result = _run_folpipe(as_task, fresh=True)
+    _settle()
+    subflow_s, other = _run_folpipe(as_subflow, fresh=True)
+    return {
+        "name": "(6) 5 sequential branches x 2 sequential leaves, 0.2 s latency",
+        "ideal_s": 2.0,
+        "folpipe_s": task_s,
+        "folpipe_branch_as_subflow_s": subflow_s,
+        "ok": result.status == "completed" and other.status == "completed",
+    }
+
+
 def bench_chain(scratch: Path) -> dict[str, Any]:
     wf = workflows.sequential_chain(scratch / "chain")
     result, folpipe = _folpipe_variants(wf)
@@ -190,12 +208,61 @@ def bench_cold_start(scratch: Path, repeats: int = 3) -> dict[str, Any]:
     }
 
 
+def _bytes_under(folder: Path) -> int:
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+
+
+def _journal_run(scratch: Path, calls: int) -> dict[str, Any]:
+    wf = workflows.long_conversation(scratch / f"journal-{calls}", calls=calls)
+    _settle()
+    seconds, result = _run_folpipe(wf, fresh=True)
+    reader = next(row for row in result.tasks if row["path"] == "reader")
+    results = wf / ".folpipe" / "results"
+    return {
+        "calls": reader["model_calls"],
+        "seconds": seconds,
+        "journal_bytes": _bytes_under(results / "journal"),
+        "result_store_bytes": _bytes_under(results),
+        "sent_bytes": reader["usage"]["input_tokens"] * 4,  # every request, summed (O(N^2))
+        "ok": result.status == "completed",
+    }
+
+
+def bench_journal(scratch: Path) -> dict[str, Any]:
+    """(7) bytes written to the result store by the journal of a 100-call conversation that
+    grows to ~200k tokens (5 KB tool outputs), against the conversation itself, what the
+    requests carried, and a hand-written flow with one persisted task per model call."""
+    half = _journal_run(scratch, 50)
+    full = _journal_run(scratch, 100)
+    conversation = 99 * (5000 + 3000)  # tool outputs + answers: the final transcript's body
+    hand_store = scratch / "hand-journal"
+    _settle()
+    hand_s = _run_hand(lambda: handwritten.long_conversation(100, str(hand_store)))
+    return {
+        "name": "(7) journal of 100 model calls growing to ~200k tokens, 5 KB tool outputs",
+        "folpipe_s": full["seconds"],
+        "journal_bytes": full["journal_bytes"],
+        "journal_bytes_50_calls": half["journal_bytes"],
+        "growth_50_to_100": full["journal_bytes"] / max(1, half["journal_bytes"]),
+        "conversation_bytes": conversation,
+        "journal_over_conversation": full["journal_bytes"] / conversation,
+        "requests_carried_bytes": full["sent_bytes"],
+        "approx_tokens_final_conversation": conversation // 4,
+        "result_store_bytes": full["result_store_bytes"],
+        "hand_per_call_tasks_s": hand_s,
+        "hand_per_call_tasks_bytes": _bytes_under(hand_store),
+        "ok": full["ok"] and half["ok"],
+    }
+
+
 SCENARIOS = {
     "1": bench_parallel_leaves,
     "2": bench_parallel_branches,
     "3": bench_chain,
     "4": bench_resume,
     "5": bench_cold_start,
+    "6": bench_sequential_branches,
+    "7": bench_journal,
 }
 
 
@@ -206,12 +273,40 @@ def _warm_up(scratch: Path) -> None:
     _run_folpipe(workflows.one_task(scratch / "warm-up"), fresh=True)
 
 
+def on_server(kind: str, argv: list[str]) -> int:
+    """Run the benchmarks (``argv``, minus ``--server``) in a child process against a
+    ``prefect server start`` of its own: SQLite in a temporary home, or a throwaway
+    PostgreSQL cluster (tests/deploy/postgres.py; needs Debian's ``postgresql``)."""
+    import contextlib
+
+    sys.path.insert(0, str(HERE.parent))
+    from tests.deploy.postgres import running_postgres
+    from tests.deploy.server import start_server
+
+    with contextlib.ExitStack() as stack:
+        database = stack.enter_context(running_postgres()).url if kind == "postgres" else None
+        server = start_server(database_url=database)
+        stack.callback(server.stop)
+        print(f"# {kind} server at {server.url} (ready in {server.startup_s:.1f} s)", flush=True)
+        env = {**os.environ, "PREFECT_API_URL": server.url}
+        return subprocess.run([sys.executable, __file__, *argv], env=env).returncode
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--only", default="1,2,3,4,5")
+    parser.add_argument("--only", default="1,2,3,4,5,6,7")
     parser.add_argument("--json", dest="json_out", type=Path)
     parser.add_argument("--repeat", type=int, default=1, help="measure each scenario N times")
+    parser.add_argument(
+        "--server",
+        choices=("sqlite", "postgres"),
+        help="start a `prefect server` (SQLite or PostgreSQL) and measure against it",
+    )
     args = parser.parse_args()
+    if args.server:
+        argv = sys.argv[1:]
+        at = argv.index("--server")
+        raise SystemExit(on_server(args.server, argv[:at] + argv[at + 2 :]))
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "ERROR")
     results = []

@@ -53,6 +53,29 @@ def parallel_branches(
     return _write(root, files)
 
 
+def sequential_branches(
+    root: Path, branches: int = 5, latency: float = 0.2, branch_as: str | None = None
+) -> Path:
+    """(6) ``branches`` branches one after another, 2 sequential leaves each: a branch that
+    runs alone, where a subflow's cost is not multiplied by concurrent writes."""
+    settings = {"branch_as": branch_as} if branch_as else {}
+    files: dict[str, Any] = {
+        "task.yaml": _root(
+            "bench-sequential-branches",
+            latency,
+            settings=settings,
+            subtasks={"execution_type": "sequential"},
+        ),
+        "replies.yaml": {"default": "ok", "latency_s": latency},
+    }
+    for b in range(branches):
+        base = f"subtasks/{b:02d}_branch"
+        files[f"{base}/task.yaml"] = {"subtasks": {"execution_type": "sequential"}}
+        files[f"{base}/subtasks/10_first/instructions.md"] = "First."
+        files[f"{base}/subtasks/20_second/instructions.md"] = "Second."
+    return _write(root, files)
+
+
 def sequential_chain(root: Path, count: int = 200) -> Path:
     """(3) a ``count``-task sequential chain at zero latency."""
     files: dict[str, Any] = {
@@ -87,5 +110,34 @@ def one_task(root: Path) -> Path:
         "task.yaml": _root("bench-one", 0.0),
         "replies.yaml": {"default": "ok"},
         "instructions.md": "Say ok.",
+    }
+    return _write(root, files)
+
+
+LONG_TOOL = """## fetch_page
+Fetch one page of the report (5 KB of text).
+
+```python
+def fetch_page(n: int) -> str:
+    return (f"page {n}: " + "lorem ipsum dolor sit amet " * 200)[:5000]
+```
+"""
+ANSWER_CHARS = 3000
+
+
+def long_conversation(root: Path, calls: int = 100, latency: float = 0.0) -> Path:
+    """(6) one agent task making ``calls`` model calls: each answer (3 KB of text) asks for a
+    tool whose output is 5 KB, so the conversation grows to ~200k tokens by the last call."""
+    reasoning = ("thinking about the pages so far " * 100)[:ANSWER_CHARS]
+    turns: list[Any] = [
+        {"text": reasoning, "tool_calls": [{"name": "fetch_page", "arguments": {"n": i}}]}
+        for i in range(calls - 1)
+    ]
+    files = {
+        "task.yaml": _root("bench-journal", latency),
+        "replies.yaml": {"latency_s": latency, "tasks": {"reader": [*turns, "Read every page."]}},
+        "subtasks/reader/instructions.md": "Read every page of the report, one at a time.",
+        "subtasks/reader/task.yaml": {"settings": {"max_turns": calls + 10}},
+        "subtasks/reader/tools.md": LONG_TOOL,
     }
     return _write(root, files)

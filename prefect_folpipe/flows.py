@@ -35,6 +35,7 @@ async def run_workflow(
     path: str,
     context: dict[str, Any] | None = None,
     fresh: bool = False,
+    reuse_checkpoints: bool | None = None,
     provider: str | None = None,
     replies: str | None = None,
     result_storage: str | None = None,
@@ -45,7 +46,9 @@ async def run_workflow(
         path: the workflow folder (a relative path is resolved against the working directory
             set by the deployment's pull steps).
         context: initial context, e.g. the root task's declared inputs.
-        fresh: ignore checkpoints and run every task again.
+        fresh: re-run every task: ignore the checkpoints of earlier runs.
+        reuse_checkpoints: reuse checkpoints of earlier runs (empty: the workflow's
+            settings.cache.across_runs; deployment runs re-run every task unless it opts in).
         provider: override every task's LLM provider (e.g. ``scripted``).
         replies: scripted replies file for ``provider: scripted``.
         result_storage: slug of a Prefect storage block (e.g. ``s3-bucket/folpipe``) holding
@@ -56,7 +59,9 @@ async def run_workflow(
     from .validate import load_workflow
 
     workflow = load_workflow(Path(path).expanduser().resolve())
-    options = RunOptions(provider=provider, replies=replies, fresh=fresh)
+    options = RunOptions(
+        provider=provider, replies=replies, fresh=fresh, across_runs=reuse_checkpoints
+    )
     if result_storage:
         options.result_storage = await storage_block(result_storage)
     result = await run_root(workflow, context, options)  # it keeps the run record

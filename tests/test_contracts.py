@@ -31,6 +31,7 @@ TASK_KEYS = {
     "attempts",
     "iterations",
     "model_calls",
+    "replayed_calls",
     "tool_calls",
     "usage",
     "duration_s",
@@ -224,7 +225,7 @@ def test_cli_provider_from_environment_failed_run_exits_one(tmp_path: Path, cli_
     }
     assert tasks["check"]["attempts"] == 1 and "auth" in tasks["check"]["error"]
     assert doc["context"]["draft"] == "ok"
-    assert set(doc["usage"]) == {"input_tokens", "output_tokens", "model_calls"}
+    assert set(doc["usage"]) == {"input_tokens", "output_tokens", "model_calls", "replayed_calls"}
 
 
 def test_load_raises_every_diagnostic_and_validate_never_raises(tmp_path: Path):

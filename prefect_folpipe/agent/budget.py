@@ -8,7 +8,8 @@ reported); every call is charged to its
 task and to each of the task's ancestors, so a budget declared on a task limits that task
 *and everything below it*: on a leaf it is a task budget, on a branch a branch budget, on the
 root the workflow's budget. Retries and loop iterations are charged like any other call
-(the ledger outlives attempts); tasks restored from cache make no call and cost nothing.
+(the ledger outlives attempts); tasks restored from cache make no call and cost nothing, and
+calls answered from the journal (``replayed``) are counted apart: free and outside every budget.
 
 ``settings.token_budget`` counts input + output tokens; ``settings.cost_budget`` counts the
 estimated USD cost from ``providers.pricing``. A call is refused (``BudgetExceeded``) once a
@@ -38,6 +39,9 @@ class Totals:
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
     cost_usd: float = 0.0
+    replayed_calls: int = 0
+    replayed_tokens: int = 0
+    """Input + output tokens the replayed answers once cost (not paid again)."""
 
     @property
     def total_tokens(self) -> int:
@@ -50,6 +54,14 @@ class Totals:
         self.cache_read_tokens += usage.cache_read_tokens
         self.cache_write_tokens += usage.cache_write_tokens
         self.cost_usd += cost
+
+    def replay(self, usage: Usage) -> None:
+        self.replayed_calls += 1
+        self.replayed_tokens += usage.input_tokens + usage.output_tokens
+
+    def add(self, other: Totals) -> None:
+        for name, value in asdict(other).items():
+            setattr(self, name, getattr(self, name) + value)
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -66,6 +78,7 @@ class BudgetLedger:
         self._tasks = {task.path: task for task in workflow.tasks()}
         self._own: dict[str, Totals] = {}
         self._subtree: dict[str, Totals] = {}
+        self._models: dict[str, Totals] = {}
         self._lock = threading.Lock()
         self.unpriced_models: set[str] = set()
         self._check_cost_budgets_are_priced()
@@ -89,9 +102,18 @@ class BudgetLedger:
             cost = 0.0
         with self._lock:
             self._own.setdefault(task.path, Totals()).charge(usage, cost)
+            self._models.setdefault(model or "(unknown)", Totals()).charge(usage, cost)
             for path in ancestor_paths(task.path):
                 self._subtree.setdefault(path, Totals()).charge(usage, cost)
         return cost
+
+    def replayed(self, task: Task, usage: Usage, *, model: str | None = None) -> float:
+        """A call answered from the journal: counted, never charged (0 tokens, $0)."""
+        model = model or (task.provider.model if task.provider else None)
+        with self._lock:
+            self._own.setdefault(task.path, Totals()).replay(usage)
+            self._models.setdefault(model or "(unknown)", Totals()).replay(usage)
+        return 0.0
 
     def failed_call(self, task: Task) -> None:
         """Count a call that raised (auth, rate limit, server error, ...): one model call, no
@@ -121,6 +143,20 @@ class BudgetLedger:
         """``{task path: own totals}`` for every task that made a call (JSON-friendly)."""
         with self._lock:
             return {path: totals.to_dict() for path, totals in sorted(self._own.items())}
+
+    def model_report(self) -> dict[str, dict[str, Any]]:
+        """``{model: totals}`` of every model that answered (JSON-friendly)."""
+        with self._lock:
+            return {model: totals.to_dict() for model, totals in sorted(self._models.items())}
+
+    def budgets(self) -> list[dict[str, Any]]:
+        """Each declared budget with what is used and what is left (the report's headroom)."""
+        rows = []
+        with self._lock:
+            for path, node in self._tasks.items():
+                if _declares_budget(node):
+                    rows.append(_budget_row(node, self._subtree.get(path, Totals())))
+        return rows
 
     # -- internals -----------------------------------------------------------------------------
 
@@ -172,6 +208,20 @@ class BudgetLedger:
 def _declares_budget(task: Task) -> bool:
     settings = task.config.settings
     return settings.token_budget is not None or settings.cost_budget is not None
+
+
+def _budget_row(node: Task, used: Totals) -> dict[str, Any]:
+    settings = node.config.settings
+    row: dict[str, Any] = {"task": node.path, "scope": _scope_label(node)}
+    if settings.token_budget is not None:
+        row["token_budget"] = settings.token_budget
+        row["tokens_used"] = used.total_tokens
+        row["tokens_left"] = max(0, settings.token_budget - used.total_tokens)
+    if settings.cost_budget is not None:
+        row["cost_budget_usd"] = settings.cost_budget
+        row["cost_used_usd"] = round(used.cost_usd, 6)
+        row["cost_left_usd"] = round(max(0.0, settings.cost_budget - used.cost_usd), 6)
+    return row
 
 
 def _scope_label(node: Task) -> str:

@@ -30,9 +30,12 @@ from ..messages import (
     message_to_dict,
 )
 from ..providers.base import Provider
+from ..providers.registry import provider_name
 from ..workflow.redaction import mask_exception
 from ..workflow.tree import Task
+from .journal import Journal
 from .output import check_output, output_schema, repair_prompt
+from .result import attach_report
 
 LOG = logging.getLogger("prefect_folpipe.agent")
 EXCERPT_CHARS = 500
@@ -54,6 +57,12 @@ class CallLedger(Protocol):
     def after_call(self, task: Task, usage: Usage, *, model: str | None = None) -> Any: ...
 
 
+class ReplayLedger(Protocol):
+    """Optional: a ledger told of every call answered from the journal (free, no budget)."""
+
+    def replayed(self, task: Task, usage: Usage, *, model: str | None = None) -> Any: ...
+
+
 class ToolDispatcher(Protocol):
     """The part of ``tools.runtime.Toolbox`` the loop uses."""
 
@@ -71,6 +80,10 @@ class Conversation:
     outputs: dict[str, Any] = field(default_factory=dict)
     usage: Usage = field(default_factory=Usage)
     model_calls: int = 0
+    """Calls the model answered (paid); journal answers are ``replayed_calls``."""
+    replayed_calls: int = 0
+    replayed_usage: Usage = field(default_factory=Usage)
+    """What the replayed answers once cost (they cost nothing now)."""
     tool_calls: int = 0
     cost: float = 0.0
     model: str | None = None
@@ -85,6 +98,7 @@ class Conversation:
         """Counters attached to an error raised mid-conversation (``exc.stats``)."""
         return {
             "model_calls": self.model_calls,
+            "replayed_calls": self.replayed_calls,
             "tool_calls": self.tool_calls,
             "usage": self.usage.to_dict(),
         }
@@ -103,6 +117,8 @@ class AgentPass:
     iteration: int | None = None
     ledger: CallLedger | None = None
     logger: logging.Logger | logging.LoggerAdapter[Any] | None = None
+    journal: Journal | None = None
+    """Answers of earlier attempts of this pass (``agent.journal``); ``None``: always live."""
 
 
 async def converse(agent: AgentPass) -> Conversation:
@@ -116,8 +132,24 @@ async def converse(agent: AgentPass) -> Conversation:
             _mask_secrets(exc)
             if exc.provider is None:
                 exc.provider = str(getattr(agent.provider, "name", None) or "provider")
+        _report(exc, agent, convo)
+        raise
+    except Exception as exc:
+        _report(exc, agent, convo)
         raise
     return convo
+
+
+def _report(exc: BaseException, agent: AgentPass, convo: Conversation) -> None:
+    """What the pass had done when it failed, for the failed task's artifact."""
+    attach_report(
+        exc,
+        system=agent.system,
+        rejected=list(convo.attempts),
+        model_calls=convo.model_calls,
+        tool_calls=convo.tool_calls,
+        model=convo.model,
+    )
 
 
 def _mask_secrets(exc: ProviderError) -> None:
@@ -160,6 +192,10 @@ async def _call_model(
     agent: AgentPass, convo: Conversation, definitions: tuple[ToolDefinition, ...]
 ) -> ModelResponse:
     request = build_request(agent, tuple(convo.messages), definitions)
+    if agent.journal is not None:
+        replayed = await agent.journal.replay(request, provider_name(agent.provider))
+        if replayed is not None:
+            return await _replayed(agent, convo, replayed.response)
     if agent.ledger is not None:
         await _maybe_await(agent.ledger.before_call(agent.task))
     try:
@@ -173,9 +209,11 @@ async def _call_model(
             await _maybe_await(failed(agent.task))
         raise
     convo.model_calls += 1
+    if agent.journal is not None:
+        await agent.journal.record(response)
     (agent.logger or LOG).info(
         "model call %d: %d in / %d out tokens, %d tool call(s)",
-        convo.model_calls,
+        convo.model_calls + convo.replayed_calls,
         response.usage.input_tokens,
         response.usage.output_tokens,
         len(response.tool_calls),
@@ -187,6 +225,24 @@ async def _call_model(
         cost = await _maybe_await(agent.ledger.after_call(agent.task, response.usage, model=model))
         if isinstance(cost, int | float) and not isinstance(cost, bool):
             convo.cost += float(cost)
+    return response
+
+
+async def _replayed(
+    agent: AgentPass, convo: Conversation, response: ModelResponse
+) -> ModelResponse:
+    """A journaled answer: free, outside every budget, counted apart from paid calls."""
+    convo.replayed_calls += 1
+    convo.replayed_usage = convo.replayed_usage + response.usage
+    convo.model = response.model or convo.model
+    (agent.logger or LOG).info(
+        "model call %d: replayed from the journal (0 tokens paid), %d tool call(s)",
+        convo.model_calls + convo.replayed_calls,
+        len(response.tool_calls),
+    )
+    note = getattr(agent.ledger, "replayed", None)
+    if callable(note):
+        await _maybe_await(note(agent.task, response.usage, model=response.model))
     return response
 
 
@@ -211,8 +267,40 @@ def build_request(
 
 
 async def _dispatch(agent: AgentPass, calls: Sequence[ToolCall]) -> tuple[ToolResult, ...]:
-    """Run every call of one turn concurrently; answers come back in call order."""
-    return tuple(await asyncio.gather(*(_call_tool(agent, call) for call in calls)))
+    """Run every call of one turn concurrently; answers come back in call order.
+
+    A call of a ``replay: safe`` tool whose request was answered from the journal is answered
+    from the journal too; every other tool call runs (its side effects happen again)."""
+    safe = _replay_safe(agent)
+    results = await asyncio.gather(
+        *(_journaled_tool(agent, index, call, safe) for index, call in enumerate(calls))
+    )
+    return tuple(results)
+
+
+def _replay_safe(agent: AgentPass) -> frozenset[str]:
+    if agent.journal is None:
+        return frozenset()
+    return frozenset(
+        spec.name for spec in agent.task.tools if str(spec.metadata.get("replay")) == "safe"
+    )
+
+
+async def _journaled_tool(
+    agent: AgentPass, index: int, call: ToolCall, safe: frozenset[str]
+) -> ToolResult:
+    journal = agent.journal
+    if journal is None or call.name not in safe:
+        return await _call_tool(agent, call)
+    result = await journal.replay_tool(index, call)
+    if result is not None:
+        note = getattr(agent.tools, "replayed", None)
+        if callable(note):
+            note(call, result)
+        return result
+    result = await _call_tool(agent, call)
+    await journal.record_tool(index, call, result)
+    return result
 
 
 async def _call_tool(agent: AgentPass, call: ToolCall) -> ToolResult:
@@ -246,11 +334,11 @@ def _bad_output(task: Task, attempts: list[dict[str, Any]]) -> OutputValidationE
         f"{len(attempts)} attempt(s):"
     ]
     for number, attempt in enumerate(attempts, 1):
-        excerpt = attempt["text"]
+        excerpt = " ".join(attempt["text"].split())  # one readable line, no repr escapes
         if len(excerpt) > EXCERPT_CHARS:
             excerpt = excerpt[:EXCERPT_CHARS] + "..."
         lines.append(f"  attempt {number}: {'; '.join(attempt['errors'])}")
-        lines.append(f"    answer: {excerpt!r}")
+        lines.append(f"    answer: {excerpt}")
     return OutputValidationError(
         "\n".join(lines), attempts, hint="make the instructions ask for the declared keys and types"
     )

@@ -22,6 +22,9 @@ class TaskOutcome:
     outputs: dict[str, Any] = field(default_factory=dict)
     usage: Usage = field(default_factory=Usage)
     model_calls: int = 0
+    """Paid model calls; calls answered from the journal are ``replayed_calls``."""
+    replayed_calls: int = 0
+    replayed_usage: Usage = field(default_factory=Usage)
     tool_calls: int = 0
     cost: float = 0.0
     prompt: str = ""
@@ -32,3 +35,25 @@ class TaskOutcome:
     """One entry per tool call: name, arguments, result (truncated), is_error, duration_s."""
     model: str | None = None
     provider: str | None = None
+
+
+PASS_REPORT = "pass_report"
+"""Attribute of an exception raised by an agent pass: what the pass had done (for the failed
+task's artifact): ``system`` (instructions as sent), ``rejected`` (answers that failed the
+output check, each with its errors), ``tool_log``, ``model_calls``, ``tool_calls``."""
+
+
+def attach_report(exc: BaseException, **fields: Any) -> None:
+    """Add ``fields`` to ``exc``'s pass report (kept when the exception is pickled)."""
+    report = dict(getattr(exc, PASS_REPORT, None) or {})
+    report.update({key: value for key, value in fields.items() if key not in report})
+    try:
+        setattr(exc, PASS_REPORT, report)
+    except (AttributeError, TypeError):  # an exception type without a __dict__
+        return
+
+
+def report_of(exc: BaseException) -> dict[str, Any]:
+    """What the failed pass had done (empty when it failed before talking to a model)."""
+    report = getattr(exc, PASS_REPORT, None)
+    return dict(report) if isinstance(report, dict) else {}

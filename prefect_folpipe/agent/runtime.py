@@ -27,8 +27,9 @@ from ..workflow.jsondata import NotPlainJSON, check_plain
 from ..workflow.providers import NO_PROVIDER_MESSAGE
 from ..workflow.redaction import SECRETS, mask_exception, redacting
 from ..workflow.tree import Task, Workflow
+from .journal import Journal
 from .loop import AgentPass, CallLedger, Conversation, converse
-from .result import TaskOutcome
+from .result import TaskOutcome, attach_report
 
 Phase = Literal["single", "first", "final"]
 PHASES: tuple[str, ...] = ("single", "first", "final")
@@ -45,9 +46,11 @@ async def run_task(
     iteration: int | None = None,
     logger: logging.Logger | logging.LoggerAdapter[Any] | None = None,
     ledger: CallLedger | None = None,
+    journal: Journal | None = None,
 ) -> TaskOutcome:
     """Run ``task``'s hooks and agent pass for ``phase`` over a copy of ``context``.
 
+    ``journal`` (one per pass) answers the model calls an earlier attempt already paid for.
     Everything it returns or raises, and everything logged through ``logger`` by the agent,
     tools and hooks, is masked through the redaction registry: a secret (an API key, a token
     in the environment, a resolved Secret block) that a model echoes or a hook puts in the
@@ -58,7 +61,7 @@ async def run_task(
     logger = redacting(logger or LOG)
     try:
         outcome = await _run_task(
-            task, workflow, context, provider, phase, iteration, logger, ledger
+            task, workflow, context, provider, phase, iteration, logger, ledger, journal
         )
     except BaseException as exc:
         mask_exception(exc)
@@ -83,6 +86,7 @@ async def _run_task(
     iteration: int | None,
     logger: logging.Logger | logging.LoggerAdapter[Any],
     ledger: CallLedger | None,
+    journal: Journal | None,
 ) -> TaskOutcome:
     before: Mapping[str, Any] = context or {}  # only read: compute_delta compares with it
     working = _working_copy(task, before)
@@ -96,7 +100,7 @@ async def _run_task(
         if provider is None:
             raise ConfigError(NO_PROVIDER_MESSAGE, code="FP300")
         convo, prompt = await _agent_pass(
-            task, workflow, working, provider, iteration, logger, ledger, phase
+            task, workflow, working, provider, iteration, logger, ledger, phase, journal
         )
         output_keys = _apply_answer(task, working, convo, workflow.declared_outputs)
         _fill_outcome(outcome, convo, prompt, provider)
@@ -175,6 +179,7 @@ async def _agent_pass(
     logger: logging.Logger | logging.LoggerAdapter[Any],
     ledger: CallLedger | None,
     phase: Phase,
+    journal: Journal | None = None,
 ) -> tuple[Conversation, str]:
     view = scoped_input(task, working, phase)
     # the model never reads a registered secret, wherever in the context it came from
@@ -197,9 +202,13 @@ async def _agent_pass(
                 iteration=iteration,
                 ledger=ledger,
                 logger=logger,
+                journal=journal,
             )
         )
         convo.tool_log = [_log_entry(record) for record in getattr(toolbox, "log", [])]
+    except Exception as exc:  # the failed task's artifact shows the tool calls it made
+        attach_report(exc, tool_log=[_log_entry(r) for r in getattr(toolbox, "log", [])])
+        raise
     finally:
         if toolbox is not None:
             await toolbox.aclose()
@@ -254,6 +263,8 @@ def _fill_outcome(
     outcome.outputs = dict(convo.outputs)
     outcome.usage = convo.usage
     outcome.model_calls = convo.model_calls
+    outcome.replayed_calls = convo.replayed_calls
+    outcome.replayed_usage = convo.replayed_usage
     outcome.tool_calls = convo.tool_calls
     outcome.cost = convo.cost
     outcome.prompt = prompt

@@ -95,5 +95,22 @@ class ProgressView:
             return
         with Live(
             get_renderable=self.render, console=self.console, refresh_per_second=6, transient=True
-        ):
-            yield self
+        ) as live:
+            self._live = live
+            try:
+                yield self
+            finally:
+                self._live = None
+
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        """The view steps aside (a question is asked on the terminal), then comes back."""
+        live = getattr(self, "_live", None)
+        if live is None:
+            yield
+            return
+        live.stop()
+        try:
+            yield
+        finally:
+            live.start()

@@ -13,6 +13,8 @@ Each file holds ``cases:``, a list of:
     search_api: {results: [1, 2]}
   stubs:                              # subtree stubs: task path -> its output
     research: {findings: "..."}
+  approvals:                          # approval gates: task name or path -> its answer
+    publish: {approved: false, comment: "not yet"}
   expect:
     status: completed                 # completed | failed
     context: {approved: true}         # a subset of the final context
@@ -35,7 +37,7 @@ from ..loader import SourceMap, parse_yaml
 
 TESTS_FILE = "tests.yaml"
 TESTS_DIR = "tests"
-CASE_KEYS = ("name", "context", "models", "tools", "stubs", "expect")
+CASE_KEYS = ("name", "context", "models", "tools", "stubs", "approvals", "expect")
 EXPECT_KEYS = ("status", "context", "paths", "ran", "skipped", "failed", "tool_calls")
 STATUSES = ("completed", "failed")
 
@@ -57,6 +59,8 @@ class TestCase:
     models: Mapping[str, Any] = field(default_factory=dict)
     tools: Mapping[str, Any] = field(default_factory=dict)
     stubs: Mapping[str, Any] = field(default_factory=dict)
+    approvals: Mapping[str, Any] = field(default_factory=dict)
+    """Answers of approval gates: task name or path -> ``{input key: value}``."""
     expect: Mapping[str, Any] = field(default_factory=dict)
 
 
@@ -107,9 +111,12 @@ def _case(item: Any, index: int, rel: str, source: SourceMap) -> TestCase:
         raise TestFileError(f"{where}: a case is a mapping", hint=f"keys: {', '.join(CASE_KEYS)}")
     _known(item, CASE_KEYS, source, loc)
     expect = item.get("expect") or {}
-    for key in ("context", "models", "tools", "stubs", "expect"):
+    for key in ("context", "models", "tools", "stubs", "approvals", "expect"):
         if not isinstance(item.get(key) or {}, dict):
             raise TestFileError(f"{where}: `{key}` must be a mapping")
+    for task, answer in (item.get("approvals") or {}).items():
+        if not isinstance(answer, dict):
+            raise TestFileError(f"{where}: approvals.{task} must map input keys to values")
     _known(expect, EXPECT_KEYS, source, (*loc, "expect"))
     status = expect.get("status")
     if status is not None and status not in STATUSES:
@@ -125,6 +132,7 @@ def _case(item: Any, index: int, rel: str, source: SourceMap) -> TestCase:
         models=item.get("models") or {},
         tools=item.get("tools") or {},
         stubs=item.get("stubs") or {},
+        approvals=item.get("approvals") or {},
         expect=expect,
     )
 

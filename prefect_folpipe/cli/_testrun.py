@@ -79,10 +79,28 @@ def run_case(workflow: Workflow, case: TestCase, scratch: Path) -> CaseResult:
         runner=_runner(case, calls),
         keep_run_record=False,
         task_tags=False,
+        approvals=gate_answers(workflow, case),
     )
     result = run_workflow(stubbed, dict(case.context), options=options)
     failures = check_expectations(case.expect, result, calls)
     return CaseResult(case, failures, result.status, time.monotonic() - started)
+
+
+def gate_answers(workflow: Workflow, case: TestCase) -> dict[str, dict[str, Any]]:
+    """The case's approval answers, by task path (a task without a gate: FP181)."""
+    gates = {task.path: task for task in workflow.tasks() if task.config.approval is not None}
+    by_name = {task.name: path for path, task in gates.items()}
+    answers: dict[str, dict[str, Any]] = {}
+    for key, answer in case.approvals.items():
+        path = key if key in gates else by_name.get(key)
+        if path is None:
+            raise TestFileError(
+                f"{case.file}:{case.line}: case {case.name!r} answers {key!r}, which has no "
+                "approval gate",
+                hint=f"gated tasks: {', '.join(sorted(gates)) or 'none'}",
+            )
+        answers[path] = dict(answer)
+    return answers
 
 
 def _replies(models: Mapping[str, Any]) -> dict[str, Any]:

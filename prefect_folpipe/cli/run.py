@@ -21,6 +21,7 @@ from ..errors import ConfigError, FolpipeError, InfrastructureError
 from ..workflow.jsondata import check_plain, load_yaml
 from ..workflow.jsondata import loads as strict_json
 from ..workflow.tree import Workflow
+from ._approve import parse_approvals, terminal_approver
 from ._interrupts import interruptions
 from ._render import (
     EXIT_FAILED,
@@ -90,17 +91,23 @@ def load(path: Path) -> Workflow:
 def summary_table(result: Any) -> Table:
     """The per-task summary printed after a run."""
     table = Table(title=f"{result.workflow}: {result.status}", title_justify="left")
-    for column in ("task", "status", "attempts", "iterations", "model calls", "tokens", "time"):
+    columns = ("task", "status", "attempts", "iterations", "model calls", "tokens", "cached")
+    for column in (*columns, "cost", "time"):
         table.add_column(column, justify="left" if column in ("task", "status") else "right")
+    costs = getattr(result, "costs", None)
     for row in result.tasks:
         usage = row["usage"]
+        cost = (costs.for_task(row["path"]) if costs is not None else None) or {}
+        replayed = row.get("replayed_calls") or 0
         table.add_row(
             row["path"] or "(root)",
             row["status"],
             str(row["attempts"]),
             "" if row["iterations"] is None else str(row["iterations"]),
-            str(row["model_calls"]),
+            f"{row['model_calls']} (+{replayed} replayed)" if replayed else str(row["model_calls"]),
             str(usage["input_tokens"] + usage["output_tokens"]),
+            str(cost.get("cached_tokens") or ""),
+            f"${cost['cost_usd']:.4f}" if cost.get("cost_usd") else "",
             f"{row['duration_s']:.2f}s",
         )
     return table
@@ -157,7 +164,14 @@ def _run(
     run_workflow: Any, workflow: Workflow, context: dict[str, Any], options: Any, as_json: bool
 ) -> Any:
     console = get_console()
+    failure = start_api()
+    if failure is not None:  # FP523: the run never started
+        from ..compile.api import not_run
+
+        return not_run(workflow, context, failure)
     if as_json:
+        if options.ask is None:
+            options.ask = terminal_approver(get_console(stderr=True))
         with contextlib.redirect_stdout(sys.stderr):
             return run_workflow(workflow, context, options=options)
     from ._progress import ProgressView
@@ -167,6 +181,8 @@ def _run(
 
     view = ProgressView(workflow, console)
     options.listeners.append(view.listener)
+    if options.ask is None:
+        options.ask = terminal_approver(get_console(stderr=True), view.paused)
     with view.live():
         return run_workflow(workflow, context, options=options)
 
@@ -208,16 +224,32 @@ def report(workflow: Workflow, result: Any, as_json: bool) -> int:
     return EXIT_OK if result.status == "completed" else EXIT_FAILED
 
 
+def start_api() -> InfrastructureError | None:
+    """Start the temporary Prefect server (when no API is configured) before the live view,
+    with its one line on stderr; the FP523 error when it does not start."""
+    from ..compile.server import ensure_api
+
+    errors = get_console(stderr=True)
+    try:
+        ensure_api(lambda line: errors.print(line, style="dim", soft_wrap=True))
+    except InfrastructureError as exc:
+        return exc
+    return None
+
+
 def _print_outcome(console: Any, result: Any) -> None:
-    reused = result.reused()
-    if reused:
-        console.print(
-            f"reused {len(reused)} checkpoint(s): {', '.join(p or '(root)' for p in reused)}"
-        )
+    line = checkpoint_line(result)
+    if line:
+        console.print(line)
     usage = result.usage
+    replayed = usage.get("replayed_calls") or 0
+    costs = getattr(result, "costs", None)
     console.print(
-        f"{usage['model_calls']} model call(s), {usage['input_tokens']} in / "
-        f"{usage['output_tokens']} out tokens · flow run {result.flow_run_id}"
+        f"{usage['model_calls']} model call(s)"
+        + (f" + {replayed} replayed from the journal" if replayed else "")
+        + f", {usage['input_tokens']} in / {usage['output_tokens']} out tokens"
+        + (f" · ${costs.total_usd:.4f}" if costs is not None else "")
+        + f" · flow run {result.flow_run_id}"
     )
     if result.status == "failed":
         failed = [row for row in result.tasks if row["status"] == "failed" and row["error"]]
@@ -225,12 +257,27 @@ def _print_outcome(console: Any, result: Any) -> None:
             console.print(f"[red]✗ {row['path'] or '(root)'}[/red]: {row['error']}")
 
 
+def checkpoint_line(result: Any) -> str | None:
+    """``7 of 9 tasks from checkpoints (--fresh to re-run)``, when any task was reused."""
+    ran = [row for row in result.tasks if row["status"] in ("completed", "cached", "failed")]
+    reused = sum(1 for row in ran if row["status"] == "cached")
+    if not reused:
+        return None
+    return f"{reused} of {len(ran)} tasks from checkpoints (--fresh to re-run)"
+
+
 def run_options(
-    provider: str | None, replies: Path | None, fresh: bool, record: Path | None = None
+    provider: str | None,
+    replies: Path | None,
+    fresh: bool,
+    record: Path | None = None,
+    approve: tuple[str, ...] = (),
 ) -> Any:
     from ..compile.options import RunOptions
 
-    return RunOptions(provider=provider, replies=replies, fresh=fresh, record=record)
+    options = RunOptions(provider=provider, replies=replies, fresh=fresh, record=record)
+    options.approvals = parse_approvals(approve)
+    return options
 
 
 @click.command(name="run")
@@ -248,6 +295,13 @@ def run_options(
     help="Record every model call to this cassette (replay it with the replay provider).",
 )
 @click.option(
+    "--approve",
+    multiple=True,
+    metavar="[TASK:]KEY=VALUE",
+    help="Answer approval gates ahead (CI): e.g. --approve approved=true --approve "
+    "ship:comment=ok. Without it a terminal asks; a deployment waits in the Prefect UI.",
+)
+@click.option(
     "--install-deps/--no-install-deps",
     default=True,
     help="Install the tasks' missing `dependencies:` before the run (default: on).",
@@ -260,6 +314,7 @@ def command(
     fresh: bool,
     as_json: bool,
     record: Path | None,
+    approve: tuple[str, ...],
     install_deps: bool,
 ) -> None:
     """Run the workflow folder PATH as a Prefect flow."""
@@ -268,5 +323,5 @@ def command(
         workflow = load(path)
         if install_deps:
             install_missing_dependencies(workflow)
-    options = run_options(provider, replies, fresh, record)
+        options = run_options(provider, replies, fresh, record, approve)
     raise click.exceptions.Exit(execute(workflow, context, options, as_json))

@@ -7,6 +7,7 @@ subprocess of this command. Stop it with Ctrl+C.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import click
@@ -17,7 +18,9 @@ from .deploy import schedule_options
 
 @click.command(name="serve")
 @click.argument("path")
-@click.option("--name", "-n", help="Deployment name (default: deploy.name or the workflow).")
+@click.option(
+    "--name", "-n", help="Deployment name (default: <deploy.name or the workflow>-serve)."
+)
 @click.option("--param", "params", multiple=True, metavar="KEY=VALUE", help="Default parameter.")
 @click.option("--generic", is_flag=True, help="Serve prefect_folpipe.flows:run_workflow.")
 @click.option("--limit", type=int, help="Maximum number of concurrent runs.")
@@ -57,13 +60,22 @@ def command(
         if not skip_deps and (packages := collect_dependencies(workflow)):
             console.print(f"installing dependencies: {' '.join(packages)}")
             install(packages)
-        from ..deploy.serve import serve, serve_deployment  # imports Prefect: after the checks
+        from ..compile.server import ensure_api  # imports Prefect: after the checks
+        from ..deploy.serve import (
+            check_not_a_pool_deployment,
+            serve,
+            serve_deployment,
+            serve_name,
+        )
 
+        chosen_name = deployment_name(workflow, serve_name(workflow, name))
+        ensure_api(lambda line: console.print(line, style="dim", soft_wrap=True))
         deployment = serve_deployment(
             workflow,
-            name=deployment_name(workflow, name),
+            name=chosen_name,
             schedule=chosen,
             parameters=parameters,
             generic=generic,
         )
+        asyncio.run(check_not_a_pool_deployment(deployment.flow_name, chosen_name))
     serve(deployment, limit=limit)

@@ -1,4 +1,4 @@
-"""``folpipe status``: recent runs of a workflow (state, duration, tasks cached / failed).
+"""``folpipe status``: recent runs of a workflow (state, duration, tasks cached / failed, cost).
 
 Reads the Prefect API: the server of ``PREFECT_API_URL``, or the local ephemeral history.
 """
@@ -38,7 +38,9 @@ def command(path: str, limit: int, as_json: bool) -> None:
         console.print(f"no runs of {workflow.name} yet")
         return
     table = Table(title=f"Recent runs of {workflow.name}", title_justify="left")
-    for column in ("flow run", "state", "started", "duration", "tasks", "cached", "failed"):
+    notes = any(run.message for run in runs)
+    columns = ("flow run", "state", "started", "duration", "tasks", "cached", "failed", "cost")
+    for column in (*columns, "why") if notes else columns:
         table.add_column(column, overflow="fold")
     for run in runs:
         duration = f"{run.duration_s:.1f}s" if run.duration_s is not None else ""
@@ -51,5 +53,13 @@ def command(path: str, limit: int, as_json: bool) -> None:
             str(run.tasks.total),
             str(run.tasks.cached),
             str(run.tasks.failed),
+            f"${run.cost_usd:.4f}" if run.cost_usd is not None else "",
+            *([_why(run.message)] if notes else []),
         )
     console.print(table)
+
+
+def _why(message: str | None, limit: int = 120) -> str:
+    """A failed or crashed run's state message, on one line."""
+    text = " ".join((message or "").split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -12,6 +12,7 @@ from pathlib import Path
 import click
 
 from ..errors import Diagnostic
+from ..workflow.tree import Workflow
 from ._render import (
     EXIT_FAILED,
     diagnostics_payload,
@@ -42,10 +43,15 @@ def is_ok(diagnostics: list[Diagnostic], *, strict: bool = False) -> bool:
 )
 def command(path: Path, as_json: bool, strict: bool, import_tools: bool) -> None:
     """Check the workflow folder PATH and list every problem, with file, line and hint."""
-    from ..validate import validate_workflow
+    from ..validate import check, internal_error
 
+    workflow = None
     with handle_errors(json_output=as_json, root=path, validation_exit_code=EXIT_FAILED):
-        diagnostics = validate_workflow(path, import_tools=import_tools)
+        try:
+            loaded, diagnostics = check(path, import_tools=import_tools)
+            workflow = loaded.workflow
+        except Exception as exc:  # the validator reports, it does not crash (FP190)
+            diagnostics = [internal_error(exc)]
     ok = is_ok(diagnostics, strict=strict)
     if as_json:
         payload = diagnostics_payload(diagnostics)
@@ -55,5 +61,15 @@ def command(path: Path, as_json: bool, strict: bool, import_tools: bool) -> None
         console = get_console()
         print_diagnostics(diagnostics, console, root=path)
         console.print(summary_text(diagnostics, str(path)))
+        if ok and workflow is not None:
+            console.print(checkpoint_note(workflow), style="dim", soft_wrap=True)
     if not ok:
         raise click.exceptions.Exit(EXIT_FAILED)
+
+
+def checkpoint_note(workflow: Workflow) -> str:
+    """How far the workflow's checkpoints reach (local runs, deployments, schedules): the
+    choice ``settings.cache`` makes, said once after a clean validation."""
+    from ..compile.scope import describe
+
+    return describe(workflow.root.settings)

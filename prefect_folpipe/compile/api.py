@@ -5,14 +5,17 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from prefect import Flow
+from prefect.context import FlowRunContext
 from prefect.states import Failed
 from prefect.utilities.asyncutils import run_coro_as_sync
 
-from ..errors import ConfigError, WorkflowFailed
+from ..errors import ConfigError, InfrastructureError, WorkflowFailed
+from ..workflow.config import TaskConfig
 from ..workflow.tree import Workflow
 from .build import preflight, run_root
 from .contextops import describe_error
@@ -23,7 +26,8 @@ from .options import RunOptions
 from .plan import build_plan
 from .report import RunResult, RunTracker, reported_tasks
 from .runner import Runners
-from .signature import merge_inputs, with_input_signature
+from .server import ensure_api
+from .signature import complete_call, merge_inputs, with_input_signature
 from .tasks import flow_name
 
 LOG = logging.getLogger("prefect_folpipe.compile")
@@ -36,7 +40,14 @@ class WorkflowFlow(Flow[..., Any]):
     final context; inside one it returns an awaitable, like any async flow.
     """
 
+    root_config: TaskConfig | None = None
+    """The root task's config: its declared inputs are the flow's parameters."""
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self.root_config is not None:
+            complete_call(self.root_config, args, kwargs)
+        if FlowRunContext.get() is None:  # a top-level run: its API first (FP523)
+            ensure_api()
         result = super().__call__(*args, **kwargs)
         if asyncio.iscoroutine(result) and not _loop_running():
             return run_coro_as_sync(result)
@@ -84,23 +95,39 @@ def make_flow(
     ) -> dict[str, Any]:
         return await _flow_body(live, context, inputs)  # type: ignore[no-any-return]
 
-    folpipe_workflow.__doc__ = workflow.root.config.description or f"folpipe: {workflow.name}"
     with_input_signature(folpipe_workflow, workflow.root.config)  # root inputs = UI form
-    return WorkflowFlow(
+    flow = WorkflowFlow(
         folpipe_workflow,
         name=flow_name(workflow.name),
         description=workflow.root.config.description,
         validate_parameters=False,
     )
+    flow.root_config = workflow.root.config
+    return flow
 
 
 async def _flow_body(live: ProcessLocal, context: dict[str, Any] | None, inputs: dict) -> Any:
     workflow, options, sink = live.value
+    options = with_run_parameters(options, inputs)
     context = merge_inputs(context, inputs) if inputs else context
     result = await run_root(workflow, context, options)  # it keeps the run record
     if sink is not None:
         sink.append(result)
     return flow_return(workflow, result)
+
+
+def with_run_parameters(options: RunOptions, parameters: dict[str, Any]) -> RunOptions:
+    """``options`` with the run's ``fresh`` / ``reuse_checkpoints`` parameters (popped from
+    ``parameters``) applied."""
+    fresh = bool(parameters.pop("fresh", False))
+    reuse = parameters.pop("reuse_checkpoints", None)
+    if not fresh and reuse is None:
+        return options
+    return replace(
+        options,
+        fresh=options.fresh or fresh,
+        across_runs=options.across_runs if reuse is None else bool(reuse),
+    )
 
 
 def not_run(
@@ -145,6 +172,11 @@ async def arun_workflow(
         await preflight(workflow, options)
     except ConfigError as exc:
         return RunResult("failed", dict(context or {}), [], workflow=workflow.name, error=exc)
+    if FlowRunContext.get() is None:
+        try:
+            await asyncio.to_thread(ensure_api)
+        except InfrastructureError as exc:  # FP523: the temporary server did not start
+            return not_run(workflow, context, exc)
     sink: list[RunResult] = []
     flow = make_flow(workflow, options, sink)
     guard_temporary_server()

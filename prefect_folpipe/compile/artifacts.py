@@ -64,30 +64,28 @@ def task_artifact_key(workflow_name: str, task: Task, phase: str) -> str:
     return slug(f"{workflow_name}-{task.path or 'root'}{suffix}", limit=90)
 
 
+def summary_key(workflow_name: str) -> str:
+    """Key of a run's summary table (``folpipe status`` reads its cost back)."""
+    return slug(f"{workflow_name}-summary", limit=90)
+
+
 def render_task(task: Task, label: str, payload: Mapping[str, Any]) -> str:
     """Markdown: instructions as sent, tool calls with results, the output, usage."""
     usage = payload.get("usage") or {}
+    replayed = payload.get("replayed_calls") or 0
+    replay_note = f" + {replayed} replayed from the journal (free)" if replayed else ""
     lines = [
         f"# {label}",
         "",
         f"provider `{payload.get('provider') or '-'}` · model `{payload.get('model') or '-'}` · "
-        f"{payload.get('model_calls', 0)} model call(s) · {payload.get('tool_calls', 0)} "
-        f"tool call(s) · {usage.get('input_tokens', 0)} in / "
+        f"{payload.get('model_calls', 0)} model call(s){replay_note} · "
+        f"{payload.get('tool_calls', 0)} tool call(s) · {usage.get('input_tokens', 0)} in / "
         f"{usage.get('output_tokens', 0)} out tokens",
         "",
         "## Instructions as sent",
         _fenced(payload.get("prompt") or task.system_prompt or "(none)", "markdown"),
     ]
-    tool_log: Sequence[Mapping[str, Any]] = payload.get("tool_log") or ()
-    if tool_log:
-        lines += ["", "## Tool calls"]
-        for number, call in enumerate(tool_log, 1):
-            flag = " (error)" if call.get("is_error") else ""
-            lines += [
-                f"### {number}. {_inline_code(call.get('name'))}{flag}",
-                _fenced(call.get("arguments") or {}, "json"),
-                _fenced(call.get("result", ""), ""),
-            ]
+    lines += _tool_calls(payload.get("tool_log") or ())
     lines += ["", "## Output", _fenced(payload.get("delta") or {}, "json")]
     text = payload.get("text")
     if text:
@@ -95,22 +93,80 @@ def render_task(task: Task, label: str, payload: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def summary_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The per-run table: status, cached, attempts, tokens, duration per task."""
-    return [
-        {
-            "task": row["path"] or "(root)",
-            "status": row["status"],
-            "cached": row["status"] == "cached",
-            "attempts": row["attempts"],
-            "iterations": row["iterations"],
-            "model_calls": row["model_calls"],
-            "tokens": row["usage"]["input_tokens"] + row["usage"]["output_tokens"],
-            "duration_s": row["duration_s"],
-            "error": _redact(row["error"] or ""),
-        }
-        for row in rows
+def render_failed_task(task: Task, label: str, error: BaseException, attempt: int) -> str:
+    """Markdown of a failed pass: the error, the instructions as sent, each rejected answer
+    with its validation errors, the tool calls it made."""
+    from ..agent.result import report_of
+    from .contextops import describe_error
+
+    report = report_of(error)
+    hint = getattr(error, "hint", None)
+    lines = [
+        f"# {label}: failed",
+        "",
+        f"attempt {attempt} · model `{report.get('model') or '-'}` · "
+        f"{report.get('model_calls', 0)} model call(s) · {report.get('tool_calls', 0)} "
+        "tool call(s)",
+        "",
+        "## Error",
+        _fenced(describe_error(error), ""),
     ]
+    if hint:
+        lines += ["", f"hint: {_redact(' '.join(str(hint).split()))}"]
+    lines += [
+        "",
+        "## Instructions as sent",
+        _fenced(report.get("system") or task.system_prompt or "(none)", "markdown"),
+    ]
+    rejected: Sequence[Mapping[str, Any]] = report.get("rejected") or ()
+    if rejected:
+        lines += ["", "## Rejected answers"]
+        for number, answer in enumerate(rejected, 1):
+            errors = "; ".join(map(str, answer.get("errors") or ())) or "rejected"
+            lines += [f"### {number}. {_redact(errors)}", _fenced(answer.get("text", ""), "")]
+    lines += _tool_calls(report.get("tool_log") or ())
+    return "\n".join(lines)
+
+
+def _tool_calls(tool_log: Sequence[Mapping[str, Any]]) -> list[str]:
+    if not tool_log:
+        return []
+    lines = ["", "## Tool calls"]
+    for number, call in enumerate(tool_log, 1):
+        flag = " (error)" if call.get("is_error") else ""
+        flag += " (replayed)" if call.get("replayed") else ""
+        lines += [
+            f"### {number}. {_inline_code(call.get('name'))}{flag}",
+            _fenced(call.get("arguments") or {}, "json"),
+            _fenced(call.get("result", ""), ""),
+        ]
+    return lines
+
+
+def summary_rows(rows: Sequence[Mapping[str, Any]], costs: Any = None) -> list[dict[str, Any]]:
+    """The per-run table: status, cached, attempts, tokens, cost, duration per task."""
+    table = []
+    for row in rows:
+        cost = (costs.for_task(row["path"]) if costs is not None else None) or {}
+        table.append(
+            {
+                "task": row["path"] or "(root)",
+                "status": row["status"],
+                "cached": row["status"] == "cached",
+                "attempts": row["attempts"],
+                "iterations": row["iterations"],
+                "model_calls": row["model_calls"],
+                "replayed_calls": row.get("replayed_calls", 0),
+                "tokens": row["usage"]["input_tokens"] + row["usage"]["output_tokens"],
+                "input_tokens": row["usage"]["input_tokens"],
+                "cached_tokens": cost.get("cached_tokens", 0),
+                "output_tokens": row["usage"]["output_tokens"],
+                "cost_usd": cost.get("cost_usd", 0.0),
+                "duration_s": row["duration_s"],
+                "error": _redact(row["error"] or ""),
+            }
+        )
+    return table
 
 
 def queue_task_artifact(
@@ -138,6 +194,35 @@ async def write_task_artifact(
         LOG.debug("artifact %s not written: %s", key, exc)
 
 
+def queue_failure_artifact(
+    workflow_name: str, task: Task, phase: str, label: str, error: BaseException, attempt: int
+) -> None:
+    """Queue the markdown artifact of a failed pass (same key as its successful runs: the
+    UI shows the versions side by side)."""
+    key = task_artifact_key(workflow_name, task, phase)
+    render = lambda: render_failed_task(task, label, error, attempt)  # noqa: E731
+    _submit(key, "markdown", f"folpipe task {label}: failed", render, _task_run_id())
+
+
+async def write_failure_artifact(
+    workflow_name: str, task: Task, phase: str, label: str, error: BaseException, attempt: int
+) -> None:
+    """Write a failed pass's artifact now (a Dask worker has no writer to flush)."""
+    from prefect.client.orchestration import get_client
+
+    key = task_artifact_key(workflow_name, task, phase)
+    text = render_failed_task(task, label, error, attempt)
+    write = _write(
+        key, "markdown", f"folpipe task {label}: failed", lambda: text, _task_run_id(),
+        _flow_run_id(),
+    )  # fmt: skip
+    try:
+        async with get_client() as client:
+            await write(client)
+    except Exception as exc:  # reports never fail a run
+        LOG.debug("artifact %s not written: %s", key, exc)
+
+
 def _task_report(
     workflow_name: str, task: Task, phase: str, label: str, outcome: Any, payload: Mapping
 ) -> tuple[str, Callable[[], str], str]:
@@ -147,10 +232,22 @@ def _task_report(
     return key, lambda: render_task(task, label, view), f"folpipe task {label}"
 
 
-def submit_summary(key: str, rows: Sequence[Mapping[str, Any]], description: str) -> None:
+def submit_summary(
+    key: str, rows: Sequence[Mapping[str, Any]], description: str, costs: Any = None
+) -> None:
     """Queue the run's summary table artifact."""
-    table = json.dumps(summary_rows(rows), default=str)  # Prefect stores tables as JSON text
+    table = json.dumps(summary_rows(rows, costs), default=str)  # Prefect stores JSON text
     _submit(key, "table", description, lambda: table)
+
+
+def submit_cost(key: str, workflow_name: str, costs: Any) -> None:
+    """Queue the run's cost artifact: per task, per model, budget headroom (markdown)."""
+    from .costs import render_markdown
+
+    text = render_markdown(costs, workflow_name)
+    _submit(
+        key, "markdown", f"folpipe cost of {workflow_name}: ${costs.total_usd:.4f}", lambda: text
+    )
 
 
 def _submit(

@@ -12,20 +12,23 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from prefect.context import FlowRunContext
 
 from ..agent import run_task
-from ..errors import ConfigError, ProviderError, RunInterrupted
+from ..errors import ConfigError, MissingInputError, ProviderError, RunInterrupted
 from ..workflow.names import slug
 from ..workflow.tree import Task, Workflow
 from . import artifacts
+from .approval import ApprovalGates
 from .background import END_HOLD_S, WRITER
 from .contextops import child_context, describe_error, merge_delta, plain, seed_context
+from .costs import cost_report
 from .executor import LOG, TreeExecutor
-from .groups import Outcome
+from .groups import Outcome, is_signal
 from .infra import interruption
 from .options import RunOptions
 from .passes import FlowRuntime
@@ -35,6 +38,8 @@ from .report import RunResult, RunTracker, reported_tasks
 from .runner import Runners
 from .runs import RunRecord
 from .runtime import ModelServices, RunSpec, Services
+from .scope import CheckpointScope
+from .server import SETTLE
 from .tags import RunTags
 from .tasks import PrefectTasks
 
@@ -46,7 +51,7 @@ class WorkflowRun:
         self.workflow = workflow
         self.options = options
         self.plan = plan or build_plan(workflow)
-        self.spec = RunSpec.of(workflow, options)
+        self.spec = RunSpec.of(workflow, options, checkpoints=checkpoint_scope(options))
         self.local = ModelServices(workflow, self.spec)
         self.services: Services = self.local
         self.tracker = RunTracker(reported_tasks(self.plan), options.listeners)
@@ -56,7 +61,6 @@ class WorkflowRun:
             self.plan,
             self.tags,
             storage=options.storage_for(workflow.root_dir),
-            fresh=options.fresh,
             workflow_name=workflow.name,
         )
         self.executor = TreeExecutor(self.plan, self.tasks, self.runners, self.tracker, self.tags)
@@ -72,6 +76,13 @@ class WorkflowRun:
         runner = self.options.runner or run_task
         runtime = FlowRuntime(self.workflow, self.spec, self.services, runner, self.tracker)
         self.tasks.bind(self.spec, runtime, self.executor)
+        self.executor.gates = ApprovalGates(
+            self.spec.storage,
+            runtime,
+            presets=self.options.approvals,
+            ask=self.options.ask,
+            flow_run=FlowRunContext.get(),
+        )
 
     async def usage_report(self) -> dict[str, dict[str, Any]]:
         return await self.services.report()
@@ -83,6 +94,20 @@ class WorkflowRun:
             await self.local.aclose()
         finally:
             await self.runners.aclose()
+
+
+def checkpoint_scope(options: RunOptions) -> CheckpointScope:
+    """How far this run's checkpoints reach (``compile.scope``): its lineage is the current
+    flow run (a UI Retry keeps it), or the run ``folpipe resume`` continues."""
+    context = FlowRunContext.get()
+    flow_run = context.flow_run if context is not None else None
+    lineage = options.lineage or (str(flow_run.id) if flow_run is not None else uuid.uuid4().hex)
+    return CheckpointScope(
+        lineage=lineage,
+        deployment=flow_run is not None and flow_run.deployment_id is not None,
+        across_runs=options.across_runs,
+        fresh=options.fresh,
+    )
 
 
 async def check_providers(services: ModelServices, tasks: Sequence[Task]) -> None:
@@ -127,6 +152,7 @@ async def run_root(
     """
     options = options or RunOptions()
     WRITER.touch()
+    SETTLE.arm()
     run = WorkflowRun(workflow, options)
     flow_run_id, _ = await asyncio.gather(_tag_flow_run(run.tags.of()), run.tags.read_limits())
     record = await _start_record(workflow, context, options, flow_run_id)
@@ -135,19 +161,30 @@ async def run_root(
     target = _target(workflow, options)
     seeded = seed_context(workflow, context)
     started = time.monotonic()
+    by_task: dict[str, Any] = {}
+    usage: dict[str, Any] = {}
     try:
+        check_root_inputs(target, seeded)
         await check_providers(run.local, list(target.walk()))
         await run.start()
         outcome = await run.executor.run_target(target, seeded)
-        _count_failed_attempts(run.tracker, await run.usage_report())
+        by_task = await run.usage_report()
+        _count_failed_attempts(run.tracker, by_task)
+        usage = await run.services.usage()
+    except MissingInputError as exc:
+        run.tracker.fail_unstarted(target, describe_error(exc))
+        outcome = Outcome("failed", error=exc)
     except ConfigError as exc:
         outcome = Outcome("failed", error=exc)
     except BaseException as exc:  # a signal or a cancellation: say what ran, then go on
-        _stopped(run, workflow, seeded, flow_run_id, exc, record)
+        if is_signal(exc):  # suspended at an approval gate: Prefect resumes the flow run
+            _suspended(run, record)
+        else:
+            _stopped(run, workflow, seeded, flow_run_id, exc, record)
         raise
     finally:
         await run.aclose()
-    result = _result(run, workflow, target, seeded, outcome, flow_run_id)
+    result = _result(run, workflow, target, seeded, outcome, flow_run_id, (by_task, usage))
     if record is not None:
         record.finish(result)
     if run.spec.artifacts != "none":
@@ -177,7 +214,10 @@ def _result(
     seeded: dict[str, Any],
     outcome: Outcome,
     flow_run_id: str | None,
+    usage: tuple[Mapping[str, Any], Mapping[str, Any]] | None = None,
 ) -> RunResult:
+    """The report of the run; ``usage`` (the ledger's per-task and run usage) makes its cost
+    table."""
     final = child_context(seeded)
     merge_delta(final, outcome.delta)
     rows = [row for row in run.tracker.rows() if _in_scope(row["path"], target.path)]
@@ -188,6 +228,7 @@ def _result(
         flow_run_id=flow_run_id,
         workflow=workflow.name,
         error=outcome.error,
+        costs=cost_report(*usage, [row["path"] for row in rows]) if usage else None,
     )
 
 
@@ -213,6 +254,28 @@ def _stopped(
         record.end("interrupted", result.tasks, str(error))
 
 
+def _suspended(run: WorkflowRun, record: RunRecord | None) -> None:
+    """A run suspended for an approval is not interrupted: its record says ``suspended``
+    (``resume`` leaves it alone; the flow run goes on once answered)."""
+    if record is not None:
+        rows = [{"path": path, "status": task.status} for path, task in run.tracker.records.items()]
+        record.end("suspended", rows, None)
+
+
+def check_root_inputs(target: Task, context: Mapping[str, Any]) -> None:
+    """FP313 before anything runs when the workflow's required inputs are missing (the root's
+    ``input.required``: the required parameters of its flow and deployments)."""
+    if target.path or target.config.input is None:
+        return
+    missing = [key for key in target.config.input.required if key not in context]
+    if missing:
+        raise MissingInputError(
+            f"the workflow's required input(s) {', '.join(map(repr, missing))} were not given",
+            hint="pass them as parameters (--param / the deployment form), in --context, "
+            "or give defaults in the root task.yaml `context:`",
+        )
+
+
 def _count_failed_attempts(tracker: RunTracker, usage: Mapping[str, Mapping[str, Any]]) -> None:
     """Model calls and tokens of failed attempts (a retried or failed task) into the report.
 
@@ -223,6 +286,7 @@ def _count_failed_attempts(tracker: RunTracker, usage: Mapping[str, Mapping[str,
         if record is None:
             continue
         record.model_calls = max(record.model_calls, totals["model_calls"])
+        record.replayed_calls = max(record.replayed_calls, totals.get("replayed_calls", 0))
         record.input_tokens = max(record.input_tokens, totals["input_tokens"])
         record.output_tokens = max(record.output_tokens, totals["output_tokens"])
 
@@ -250,6 +314,9 @@ async def _tag_flow_run(tags: Sequence[str]) -> str | None:
 
 
 def _summary(workflow: Workflow, result: RunResult, elapsed: float) -> None:
-    key = slug(f"{workflow.name}-summary", limit=90)
-    description = f"folpipe run of {workflow.name}: {result.status} in {elapsed:.1f}s"
-    artifacts.submit_summary(key, result.tasks, description)
+    key = artifacts.summary_key(workflow.name)
+    cost = result.costs.total_usd if result.costs else 0.0
+    description = f"folpipe run of {workflow.name}: {result.status} in {elapsed:.1f}s, ${cost:.4f}"
+    artifacts.submit_summary(key, result.tasks, description, result.costs)
+    if result.costs is not None:
+        artifacts.submit_cost(slug(f"{workflow.name}-cost", limit=90), workflow.name, result.costs)

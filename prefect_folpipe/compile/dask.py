@@ -77,9 +77,33 @@ def dask_task_runner(plan: DaskPlan) -> Any:
             hint="pip install 'prefect-folpipe[dask]'",
         ) from None
     require_server()
-    if plan.address:
-        return DaskTaskRunner(address=plan.address)
+    address = scheduler_address(plan)
+    if address:
+        return DaskTaskRunner(address=address)
     return DaskTaskRunner(cluster_kwargs=local_cluster_kwargs(plan.workers))
+
+
+ADDRESS_ENV = "FOLPIPE_DASK_ADDRESS"
+"""A scheduler address for every run in this environment (e.g. a deployment's job variable):
+it wins over ``settings.dask_address``, so one folder runs on a local cluster in development
+and on the shared cluster when deployed."""
+
+
+def scheduler_address(plan: DaskPlan) -> str | None:
+    """``$FOLPIPE_DASK_ADDRESS``, else the plan's ``dask_address`` (``None``: a local cluster);
+    FP608 for an environment value that is not a scheduler address."""
+    from ..validate.deploy_rules import is_scheduler_address
+
+    given = os.environ.get(ADDRESS_ENV, "").strip()
+    if not given:
+        return plan.address
+    if not is_scheduler_address(given):
+        raise ConfigError(
+            f"{ADDRESS_ENV}={given!r} is not a scheduler address",
+            code="FP608",
+            hint="e.g. tcp://10.0.0.5:8786 (set it, or unset it for settings.dask_address)",
+        )
+    return given
 
 
 # --------------------------------------------------------------------------- the services actor
@@ -102,6 +126,12 @@ class ServicesActor:
 
     async def after_call(self, path: str, usage: Usage, model: str | None) -> float:
         return self.services.ledger.after_call(self.tasks[path], usage, model=model)
+
+    async def replayed(self, path: str, usage: Usage, model: str | None) -> float:
+        return self.services.ledger.replayed(self.tasks[path], usage, model=model)
+
+    async def usage(self) -> dict[str, Any]:
+        return await self.services.usage()
 
     async def failed_call(self, path: str) -> None:
         self.services.ledger.failed_call(self.tasks[path])
@@ -153,6 +183,9 @@ class ActorLedger:
     async def after_call(self, task: Task, usage: Usage, *, model: str | None = None) -> float:
         return await call(self.actor.after_call(task.path, usage, model))  # type: ignore[no-any-return]
 
+    async def replayed(self, task: Task, usage: Usage, *, model: str | None = None) -> float:
+        return await call(self.actor.replayed(task.path, usage, model))  # type: ignore[no-any-return]
+
     async def failed_call(self, task: Task) -> None:
         """A model call that raised: one call, no tokens (issue 11 point 5)."""
         await call(self.actor.failed_call(task.path))
@@ -171,6 +204,9 @@ class ActorServices:
 
     async def report(self) -> dict[str, dict[str, Any]]:
         return await call(self.actor.report())  # type: ignore[no-any-return]
+
+    async def usage(self) -> dict[str, Any]:
+        return await call(self.actor.usage())  # type: ignore[no-any-return]
 
     async def aclose(self) -> None:
         await call(self.actor.aclose())
@@ -207,6 +243,13 @@ class RemoteRuntime(PassRuntime):
     ) -> None:
         await artifacts.write_task_artifact(
             self.workflow.name, task, phase, label, outcome, payload
+        )
+
+    async def publish_failure(
+        self, task: Task, phase: str, label: str, error: BaseException, attempt: int
+    ) -> None:
+        await artifacts.write_failure_artifact(
+            self.workflow.name, task, phase, label, error, attempt
         )
 
 

@@ -18,6 +18,7 @@ from prefect.utilities.annotations import allow_failure
 from ..errors import FolpipeError
 from ..workflow.context import ERRORS_KEY
 from ..workflow.tree import Task
+from .approval import ApprovalGates
 from .contextops import ContextBox, child_context, describe_error, merge_delta
 from .failures import TaskTimedOut
 from .groups import Outcome, Scope, run_group
@@ -26,6 +27,7 @@ from .plan import Plan
 from .policy import ChildPolicy
 from .report import RunTracker
 from .runner import Runners
+from .server import SETTLE
 from .tags import RunTags
 from .tasks import PrefectTasks
 
@@ -51,6 +53,8 @@ class TreeExecutor:
         self.tags = tags
         self.policy = ChildPolicy(plan.declared_outputs)
         self.warnings: list[str] = []
+        self.gates: ApprovalGates | None = None
+        """The run's approval gates (set when the run starts)."""
         self._failed_errors: dict[tuple[str, tuple[int, ...]], list[Any]] = {}
         """``_errors`` recorded inside a branch run that then failed, for its parent to keep
         (a failed branch run raises: its return value, the delta, never reaches the parent)."""
@@ -58,10 +62,17 @@ class TreeExecutor:
     async def run_target(self, target: Task, context: dict[str, Any]) -> Outcome:
         """The task a run starts from (the root, or ``run-task``'s task)."""
         self.tracker.start(target.path)
-        if target.children:
-            outcome = await self.run_branch(target, context, Scope())
+        try:
+            answer = await self.gate(target, context, Scope())
+        except Exception as exc:  # an approval nobody gave
+            outcome = Outcome("failed", error=exc)
         else:
-            outcome = await self.agent_pass(target, "single", context, Scope(), ())
+            context = {**context, **answer}
+            if target.children:
+                outcome = await self.run_branch(target, context, Scope())
+            else:
+                outcome = await self.agent_pass(target, "single", context, Scope(), ())
+            outcome.delta = {**answer, **outcome.delta}
         error = describe_error(outcome.error) if outcome.error else None
         self.tracker.finish(target.path, outcome.status, error=error)
         return outcome
@@ -77,6 +88,7 @@ class TreeExecutor:
             "scope": list(scope.iteration),
         }
         state = await runner.run(self.tasks.leaf(task, phase), parameters, wait_for)
+        SETTLE.expect(state)
         outcome = await settle_pass(task, state)
         await runner.report(task, state, outcome, self.tracker)
         return outcome
@@ -142,13 +154,22 @@ class TreeExecutor:
         if scope.iteration and not (child.children and child.execution_type == "loop"):
             self.tracker.count_iteration(child.path)
         try:
-            if await self.policy.should_skip(child, context, self.plan.node(child.path).timeout):
+            timeout = self.plan.node(child.path).timeout
+            early = self.policy.skips_before_gate(child)
+            if early and await self.policy.should_skip(child, context, timeout):
                 self.tracker.skip_tree(child, None)
                 return Outcome("skipped")
+            answer = await self.gate(child, context, scope)
+            context = {**context, **answer} if answer else context
+            if not early and await self.policy.should_skip(child, context, timeout):
+                self.tracker.skip_tree(child, None)
+                return Outcome("skipped", dict(answer))  # the answer routes what follows
             if child.children:
                 outcome = await self._call_branch(child, context, scope, wait_for)
             else:
                 outcome = await self.agent_pass(child, "single", context, scope, wait_for)
+            if answer and outcome.status != "failed":
+                outcome.delta = {**answer, **outcome.delta}
         except asyncio.CancelledError:
             self.tracker.finish(child.path, "failed", error=CANCELLED)
             raise
@@ -157,6 +178,15 @@ class TreeExecutor:
         error_text = describe_error(outcome.error) if outcome.error else None
         self.tracker.finish(child.path, outcome.status, error=error_text)
         return _edge_past_failure(self.policy.on_failure(child, outcome, scope.innermost))
+
+    async def gate(self, task: Task, context: dict[str, Any], scope: Scope) -> dict[str, Any]:
+        """The answer of ``task``'s approval gate (``{}`` without one); see
+        ``compile.approval``. Raises when nobody answers, or suspends the run (``Pause``)."""
+        if task.config.approval is None:
+            return {}
+        if self.gates is None:
+            raise FolpipeError(f"task '{task.path}' has an approval gate but the run has none")
+        return await self.gates.answer(task, context, scope.iteration)
 
     async def _call_branch(
         self, task: Task, context: dict[str, Any], scope: Scope, wait_for: Sequence[Any]
@@ -175,6 +205,8 @@ class TreeExecutor:
         # every level's frames (a RecursionError past ~95 levels); a task awaits its child
         # task without that chain, and cancelling the parent still cancels the child
         state = await asyncio.ensure_future(self.tasks.branch(task)(**call))
+        if not subflow:
+            SETTLE.expect(state)
         if state.is_completed():
             value: Outcome = await state.aresult()
             return Outcome(value.status, value.delta, handle=state)

@@ -50,3 +50,16 @@ class DependencyError(ConfigError):
 
     def __init__(self, message: str, *, hint: str | None = None) -> None:
         super().__init__(message, code="FP401", hint=hint)
+
+
+class ApprovalFailed(TaskError):
+    """An approval gate could not be answered (no terminal, no deployment, no preset) or its
+    answer does not fit the declared form."""
+
+    code = "FP530"
+
+
+class ApprovalTimedOut(TaskError):
+    """Nobody answered an approval gate within ``approval.timeout``."""
+
+    code = "FP531"

@@ -144,15 +144,41 @@ async def _run_wave(
     return results, first
 
 
+def is_signal(exc: BaseException) -> bool:
+    """A control signal passing up the tree (a ``prefect.exceptions.PrefectSignal`` such as
+    ``Pause``: the run was suspended for an approval), as opposed to an error, a cancellation
+    or an outside signal (Prefect's ``TerminationSignal`` is an interruption). Told by class
+    name, so this module stays Prefect-free."""
+    return any(
+        cls.__name__ == "PrefectSignal" and cls.__module__ == "prefect.exceptions"
+        for cls in type(exc).__mro__
+    )
+
+
+async def _caught(coro: Any, signals: list[BaseException]) -> None:
+    try:
+        await coro
+    except BaseException as exc:
+        if not is_signal(exc):
+            raise
+        signals.append(exc)  # the siblings in flight finish first
+
+
 async def _gather_fail_fast(coros: Sequence[Any]) -> int | None:
-    """Run coroutines in a TaskGroup; the index of the first ``_FailFast`` (siblings cancelled)."""
+    """Run coroutines in a TaskGroup; the index of the first ``_FailFast`` (siblings cancelled).
+
+    A control signal (``is_signal``) of one coroutine lets the others finish, then goes on up
+    as itself (a task group would wrap it)."""
     failed: list[int] = []
+    signals: list[BaseException] = []
     try:
         async with asyncio.TaskGroup() as tasks:
             for coro in coros:
-                tasks.create_task(coro)
+                tasks.create_task(_caught(coro, signals))
     except* _FailFast as group_error:
         failed = [exc.index for exc in group_error.exceptions if isinstance(exc, _FailFast)]
+    if signals:
+        raise signals[0]
     return min(failed) if failed else None
 
 
@@ -216,6 +242,14 @@ async def run_graph(
     fail_fast = group.on_error == "fail"
 
     async def node(child: Task) -> None:
+        try:
+            await run_node(child)
+        except BaseException as exc:  # a signal reaches the dependents waiting for this node
+            if is_signal(exc) and not done[child.name].done():
+                done[child.name].set_exception(exc)
+            raise
+
+    async def run_node(child: Task) -> None:
         ups = {name: await done[name] for name in dag.upstreams[child.name]}
         blocker = next((r for r in ups.values() if r.failed or r.blocked_by), None)
         if blocker is not None:
@@ -234,7 +268,12 @@ async def run_graph(
         if fail_fast and result.failed:
             raise _FailFast(children.index(child))
 
-    index = await _gather_fail_fast([node(child) for child in children])
+    try:
+        index = await _gather_fail_fast([node(child) for child in children])
+    finally:
+        for future in done.values():  # a signal stored for dependents that never came
+            if future.done() and not future.cancelled():
+                future.exception()
     if index is not None:
         culprit = children[index]
         delta = _merge_finished(children, done)

@@ -3,18 +3,18 @@
 Every agent pass of a run, whatever runs it (awaited in the flow's process, or submitted to a
 Dask worker), is a Prefect ``Task`` over :func:`run_leaf` with the same ``task_options()``:
 retries and their delays, a ``retry_condition_fn`` that never retries author errors, the
-timeout, tags, and the content-keyed checkpoint (``CheckpointKey``; result storage, ``--fresh``,
-``settings.cache``, ``cache_expiration``). Its arguments are picklable: a ``LeafRef`` (the run's
-``RunSpec``, the task path, the phase) and the run's live runtime in a ``ProcessLocal`` box,
-which arrives empty in another process; there :func:`run_leaf` rebuilds the runtime from the
-spec (see ``compile.dask``).
+timeout, tags, and the content-keyed checkpoint (``CheckpointKey``; result storage, and the
+run's checkpoint scope of ``compile.scope``: lineage, ``--fresh``, ``settings.cache`` and its
+ttl). Its arguments are picklable: a ``LeafRef`` (the run's ``RunSpec``, the task path, the
+phase) and the run's live runtime in a ``ProcessLocal`` box, which arrives empty in another
+process; there :func:`run_leaf` rebuilds the runtime from the spec (see ``compile.dask``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -93,27 +93,82 @@ async def execute_pass(
     task = runtime.task(ref.path)
     task_run = TaskRunContext.get()
     tag_task_run(task_run, ref.late_tags)
-    await runtime.attempt(task, task_run.task_run.run_count if task_run else 1)
-    provider = runtime.services.provider_for(task) if task.runs_agent else None
-    outcome = await runtime.runner(
-        task,
-        runtime.workflow,
-        context,
-        provider=provider,
-        phase=ref.phase,
-        iteration=scope[-1] if scope else None,
-        logger=get_run_logger(),
-        ledger=runtime.services.ledger,
-    )
+    attempt = task_run.task_run.run_count if task_run else 1
+    await runtime.attempt(task, attempt)
+    try:
+        provider = runtime.services.provider_for(task) if task.runs_agent else None
+        outcome = await runtime.runner(
+            task,
+            runtime.workflow,
+            context,
+            provider=provider,
+            phase=ref.phase,
+            iteration=scope[-1] if scope else None,
+            logger=get_run_logger(),
+            ledger=runtime.services.ledger,
+            journal=runtime.journal(task, ref.phase, scope),
+        )
+    except Exception as exc:  # a failed task's report is where one is needed most
+        if runtime.artifact_level == "all":
+            await runtime.publish_failure(task, ref.phase, label, exc, attempt)
+        raise
     WRITER.touch()
     payload = payload_of(outcome)
     check_serialisable(task, payload)
-    if task.settings.cache and runtime.spec.manifests:
+    shared = ref.run.checkpoints.shared(task)  # a lineage-only checkpoint is no one's next
+    if task.settings.cache and runtime.spec.manifests and shared:
         record_pass(runtime, task, ref.phase, tuple(scope or ()), context, payload)
     runtime.charge(task, payload)
+    if task.settings.cache and ref.run.checkpoints.refreshes_shared(task):
+        await refresh_shared(runtime, ref, task, context, scope, payload)
     if runtime.artifact_level == "all":
         await runtime.publish(task, ref.phase, label, outcome, payload)
     return payload
+
+
+def checkpoint_key(
+    runtime: PassRuntime,
+    ref: LeafRef,
+    task: Task,
+    context: Mapping[str, Any],
+    scope: Sequence[int] | None,
+    *,
+    shared: bool,
+) -> str:
+    """The key of a pass's checkpoint: the content key of ``compile.cache``, plus the run's
+    lineage unless the task reuses checkpoints across runs (``shared`` forces the shared key;
+    see ``compile.scope``)."""
+    lineage = "" if shared else ref.run.checkpoints.salt(task)
+    return cache_key(
+        task,
+        runtime.identity(task),
+        context,
+        iteration=tuple(scope or ()),
+        phase=ref.phase,
+        salt=runtime.salt(task) + lineage,
+    )
+
+
+async def refresh_shared(
+    runtime: PassRuntime,
+    ref: LeafRef,
+    task: Task,
+    context: Mapping[str, Any],
+    scope: Sequence[int] | None,
+    payload: Payload,
+) -> None:
+    """A fresh run's result also replaces the checkpoint later runs share (its own key is
+    the run's lineage, so its retries and resume never read an older one)."""
+    run_context = TaskRunContext.get()
+    if run_context is None:
+        return
+    key = checkpoint_key(runtime, ref, task, context, scope, shared=True)
+    ttl = ref.run.checkpoints.ttl(task)
+    expiration = datetime.now(UTC) + timedelta(seconds=ttl) if ttl else None
+    try:
+        await run_context.result_store.awrite(payload, key=key, expiration=expiration)
+    except Exception as exc:  # the run's own checkpoint is written; this one is a courtesy
+        get_run_logger().warning("could not refresh the shared checkpoint %s: %s", key, exc)
 
 
 def record_pass(
@@ -142,7 +197,7 @@ def record_pass(
 
 @dataclass(frozen=True)
 class CheckpointKey:
-    """The leaf's ``cache_key_fn``: the content key of ``compile.cache`` (picklable)."""
+    """The leaf's ``cache_key_fn``: :func:`checkpoint_key` of the pass (picklable)."""
 
     ref: LeafRef
     live: ProcessLocal
@@ -151,14 +206,8 @@ class CheckpointKey:
         tag_task_run(run_context, self.ref.late_tags)  # a cached run never reaches the body
         runtime = runtime_of(self.ref, self.live)
         task = runtime.task(self.ref.path)
-        return cache_key(
-            task,
-            runtime.identity(task),
-            unbox(params["context"]),
-            iteration=tuple(params.get("scope") or ()),
-            phase=self.ref.phase,
-            salt=runtime.salt(task),
-        )
+        context = unbox(params["context"])
+        return checkpoint_key(runtime, self.ref, task, context, params.get("scope"), shared=False)
 
 
 @dataclass(frozen=True)
@@ -186,7 +235,6 @@ def task_options(
     *,
     tags: Sequence[str],
     storage: Any,
-    fresh: bool,
 ) -> dict[str, Any]:
     """Every Prefect option of a leaf task: one place for retries, timeout, tags, checkpoints."""
     settings = task.settings
@@ -207,10 +255,10 @@ def task_options(
         "result_storage": checkpoint_storage(storage),
         "result_serializer": SERIALIZER,
         "persist_result": True,
-        "refresh_cache": True if fresh else None,
     }
-    if settings.cache_expiration:
-        options["cache_expiration"] = timedelta(seconds=settings.cache_expiration)
+    ttl = ref.run.checkpoints.ttl(task)
+    if ttl and ref.run.checkpoints.across(task):
+        options["cache_expiration"] = timedelta(seconds=ttl)
     return options
 
 

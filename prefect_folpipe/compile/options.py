@@ -30,6 +30,12 @@ class RunOptions:
     provider: str | None = None
     replies: str | Path | None = None
     fresh: bool = False
+    """Re-run every task: a new checkpoint lineage that also refreshes the shared checkpoints."""
+    across_runs: bool | None = None
+    """Reuse checkpoints of earlier runs; ``None``: ``settings.cache.across_runs``, else yes
+    for local runs and no for deployment runs (``compile.scope``)."""
+    lineage: str | None = None
+    """Continue the checkpoint lineage of this flow run id (``folpipe resume``)."""
     record: Path | None = None
     result_storage: Any = None
     artifacts: ArtifactLevel | None = None
@@ -39,6 +45,12 @@ class RunOptions:
     listeners: list[Callable[[str, Any], None]] = field(default_factory=list)
     """Called with ``(event, TaskRecord)`` on every state change (live progress view)."""
     keep_run_record: bool = True
+    approvals: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Answers to approval gates given ahead (``--approve``, test stubs): ``{task name or path,
+    or "" for every gate: {input key: value}}``."""
+    ask: Callable[[Any], Any] | None = None
+    """Asks a person for a gate's answer (blocking; ``folpipe run`` in a terminal): called
+    with a ``compile.approval.Question``, returns ``{input key: value}``."""
     resumed_from: str | None = None
     """The run record (file name) this run resumes (``folpipe resume``)."""
     interrupted: Any = None

@@ -8,10 +8,12 @@ import json
 from collections.abc import Callable
 from typing import Any, TypedDict
 
+from ..agent.journal import Journal
 from ..workflow.tree import Task, Workflow
 from . import artifacts
 from .cache import task_identity
 from .failures import ResultNotSerializable
+from .journal import journal_for
 from .options import ArtifactLevel
 from .report import RunTracker
 from .runtime import RunSpec, Services, provider_salt
@@ -24,6 +26,8 @@ class Payload(TypedDict):
     text: str
     usage: dict[str, int]
     model_calls: int
+    replayed_calls: int
+    replayed_tokens: int
     tool_calls: int
     cost: float
     provider: str | None
@@ -33,11 +37,14 @@ class Payload(TypedDict):
 def payload_of(outcome: Any) -> Payload:
     """The checkpointed part of an ``agent.TaskOutcome`` (plain data)."""
     usage = getattr(outcome, "usage", None)
+    replayed = getattr(outcome, "replayed_usage", None)
     return {
         "delta": dict(outcome.delta),
         "text": getattr(outcome, "text", ""),
         "usage": usage.to_dict() if hasattr(usage, "to_dict") else dict(usage or {}),
         "model_calls": getattr(outcome, "model_calls", 0),
+        "replayed_calls": getattr(outcome, "replayed_calls", 0),
+        "replayed_tokens": getattr(replayed, "total_tokens", 0),
         "tool_calls": getattr(outcome, "tool_calls", 0),
         "cost": getattr(outcome, "cost", 0.0),
         "provider": getattr(outcome, "provider", None),
@@ -84,6 +91,17 @@ class PassRuntime:
         # issue 11 point 8: the scripted replies / cassette turns answering the task count
         return provider_salt(task, self.spec.override, self.workflow)
 
+    def journal(self, task: Task, phase: str, scope: list | None) -> Journal | None:
+        """The model-call journal of one pass (``None`` without an agent or checkpoints)."""
+        if not task.runs_agent:
+            return None
+        return journal_for(self.spec, task, phase, scope, self.salt(task) + self.reach(task))
+
+    def reach(self, task: Task) -> str:
+        """How far the task's checkpoints reach (``compile.scope``): ``""`` when runs share
+        them, else the run's lineage. Its journal and its gate's answer reach as far."""
+        return self.spec.checkpoints.salt(task)
+
     async def attempt(self, task: Task, number: int) -> None:
         """An attempt of ``task``'s pass starts."""
 
@@ -94,6 +112,11 @@ class PassRuntime:
         self, task: Task, phase: str, label: str, outcome: Any, payload: Payload
     ) -> None:
         """The pass's markdown artifact."""
+
+    async def publish_failure(
+        self, task: Task, phase: str, label: str, error: BaseException, attempt: int
+    ) -> None:
+        """The failed pass's markdown artifact."""
 
 
 class FlowRuntime(PassRuntime):
@@ -121,3 +144,8 @@ class FlowRuntime(PassRuntime):
         self, task: Task, phase: str, label: str, outcome: Any, payload: Payload
     ) -> None:
         artifacts.queue_task_artifact(self.workflow.name, task, phase, label, outcome, payload)
+
+    async def publish_failure(
+        self, task: Task, phase: str, label: str, error: BaseException, attempt: int
+    ) -> None:
+        artifacts.queue_failure_artifact(self.workflow.name, task, phase, label, error, attempt)

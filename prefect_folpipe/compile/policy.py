@@ -10,6 +10,7 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 from ..expressions import Condition, compile_condition
+from ..workflow.approval import mentions
 from ..workflow.context import ERRORS_KEY, answer_delta
 from ..workflow.tree import Task
 from .contextops import error_entry
@@ -43,6 +44,13 @@ class ChildPolicy:
                 f"conditions.skip_if of task '{task.path}' did not finish within "
                 f"settings.timeout={timeout}s"
             ) from None
+
+    @staticmethod
+    def skips_before_gate(task: Task) -> bool:
+        """Whether ``skip_if`` is decided before the task's approval gate asks: always, unless
+        the condition reads a key of the answer (then it is decided with the answer)."""
+        approval, expression = task.config.approval, task.config.conditions.skip_if
+        return approval is None or expression is None or not mentions(expression, approval.input)
 
     def on_failure(self, task: Task, result: Outcome, iteration: int | None) -> Outcome:
         """Task-level ``on_failure`` (skip | use_default) before the group's ``on_error``."""

@@ -30,6 +30,7 @@ class TaskRecord:
     attempts: int = 0
     iterations: int | None = None
     model_calls: int = 0
+    replayed_calls: int = 0
     tool_calls: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
@@ -59,6 +60,7 @@ class TaskRecord:
             "attempts": self.attempts,
             "iterations": self.iterations,
             "model_calls": self.model_calls,
+            "replayed_calls": self.replayed_calls,
             "tool_calls": self.tool_calls,
             "usage": {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens},
             "duration_s": round(self.duration_s, 3),
@@ -121,6 +123,7 @@ class RunTracker:
         record = self.records[path]
         usage = payload.get("usage") or {}
         record.model_calls += int(payload.get("model_calls") or 0)
+        record.replayed_calls += int(payload.get("replayed_calls") or 0)
         record.tool_calls += int(payload.get("tool_calls") or 0)
         record.input_tokens += int(usage.get("input_tokens") or 0)
         record.output_tokens += int(usage.get("output_tokens") or 0)
@@ -157,6 +160,13 @@ class RunTracker:
                 self.records[node.path].error = reason
                 self._emit("finish", self.records[node.path])
 
+    def fail_unstarted(self, task: Task, error: str) -> None:
+        """``task`` failed before anything ran: it is failed, its subtree not run."""
+        for node in task.walk():
+            if node.path != task.path:
+                self.finish(node.path, "skipped", error="not run: the workflow did not start")
+        self.finish(task.path, "failed", error=error)
+
     def rows(self) -> list[dict[str, Any]]:
         return [record.to_dict() for record in self.records.values()]
 
@@ -172,14 +182,18 @@ class RunResult:
     workflow: str = ""
     error: BaseException | None = None
     """The exception that failed the run (not part of the JSON document)."""
+    costs: Any = None
+    """The run's ``compile.costs.CostReport`` (the cost artifact; not part of the JSON)."""
 
     @property
     def usage(self) -> dict[str, int]:
-        total = {"input_tokens": 0, "output_tokens": 0, "model_calls": 0}
-        for row in self.tasks:
-            total["input_tokens"] += row["usage"]["input_tokens"]
-            total["output_tokens"] += row["usage"]["output_tokens"]
-            total["model_calls"] += row["model_calls"]
+        total = {"input_tokens": 0, "output_tokens": 0, "model_calls": 0, "replayed_calls": 0}
+        for row in self.tasks:  # rows of a hand-made result may leave usage out
+            usage = row.get("usage") or {}
+            total["input_tokens"] += usage.get("input_tokens", 0)
+            total["output_tokens"] += usage.get("output_tokens", 0)
+            total["model_calls"] += row.get("model_calls", 0)
+            total["replayed_calls"] += row.get("replayed_calls", 0)
         return total
 
     @property

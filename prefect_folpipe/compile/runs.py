@@ -109,6 +109,9 @@ class RunRecord:
             "context": dict(context or {}),
             "provider": options.provider,
             "replies": str(options.replies) if options.replies else None,
+            "fresh": options.fresh,
+            "reuse_checkpoints": options.across_runs,
+            "lineage": options.lineage or flow_run_id,
             "resumed_from": options.resumed_from,
             "resumed_by": None,
             "error": None,
@@ -125,8 +128,10 @@ class RunRecord:
         return self.path.name
 
     def finish(self, result: RunResult) -> None:
-        """The run ended: its status, error and per-task statuses."""
+        """The run ended: its status, error, per-task statuses, usage and cost."""
         error = _describe(result.error) if result.status == "failed" else None
+        self.data["usage"] = result.usage
+        self.data["cost_usd"] = result.costs.total_usd if result.costs is not None else None
         self.end(result.status, result.tasks, error)
         if result.status == "completed" and self.data.get("resumed_from"):
             _mark_resumed(self.path.parent / str(self.data["resumed_from"]), self.name)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -29,6 +29,7 @@ from ..providers.registry import (
 from ..workflow.tree import Task, Workflow
 from .options import ArtifactLevel, RunOptions
 from .ratelimit import make_call_guard
+from .scope import CheckpointScope
 from .secrets import prefect_secret_resolver
 
 
@@ -42,13 +43,19 @@ class RunSpec:
     override: ProviderOverride | None = None
     record: str | None = None
     artifacts: ArtifactLevel = "all"
+    storage: Any = None
+    """The result storage (a ``Path`` or a storage block): checkpoints, journals, answers."""
     services: Any = None
     """The Dask actor serving model calls and the ledger, when the run uses Dask."""
+    checkpoints: CheckpointScope = field(default_factory=CheckpointScope)
+    """How far the run's checkpoints reach (its lineage, fresh, across runs)."""
     manifests: str | None = None
     """Where checkpoint manifests go (``compile.manifest``)."""
 
     @classmethod
-    def of(cls, workflow: Workflow, options: RunOptions) -> RunSpec:
+    def of(
+        cls, workflow: Workflow, options: RunOptions, checkpoints: CheckpointScope | None = None
+    ) -> RunSpec:
         """The spec of a run of ``workflow`` with ``options`` (paths made absolute)."""
         record = str(Path(options.record).resolve()) if options.record else None
         return cls(
@@ -57,6 +64,8 @@ class RunSpec:
             override=override_of(options),
             record=record,
             artifacts=options.artifact_level(),
+            storage=options.storage_for(workflow.root_dir),
+            checkpoints=checkpoints or CheckpointScope(fresh=options.fresh),
             manifests=str(manifest_dir(workflow.root_dir, options)),
         )
 
@@ -119,6 +128,8 @@ class Services(Protocol):
 
     async def report(self) -> dict[str, dict[str, Any]]: ...
 
+    async def usage(self) -> dict[str, Any]: ...
+
     async def aclose(self) -> None: ...
 
 
@@ -141,6 +152,14 @@ class ModelServices:
     async def report(self) -> dict[str, dict[str, Any]]:
         """``{task path: totals}`` of every model call made so far (failed attempts too)."""
         return self.ledger.report()
+
+    async def usage(self) -> dict[str, Any]:
+        """The run's usage by model and its budgets' headroom (the cost report)."""
+        return {
+            "models": self.ledger.model_report(),
+            "budgets": self.ledger.budgets(),
+            "unpriced_models": sorted(self.ledger.unpriced_models),
+        }
 
     async def aclose(self) -> None:
         await self.pool.aclose()

@@ -11,6 +11,7 @@ from prefect import Flow
 from prefect import Task as PrefectTask
 from prefect.cache_policies import NO_CACHE
 from prefect.context import TaskRunContext
+from prefect.states import Completed
 
 from ..workflow.names import slug
 from ..workflow.tree import Task
@@ -21,6 +22,7 @@ from .plan import Plan
 from .runtime import RunSpec
 from .tags import RunTags, tag_task_run
 
+ALL_CACHED = "every task below reused its checkpoint"
 FLOW_NAME_FORBIDDEN = str.maketrans({c: "-" for c in "/%&><"})
 
 
@@ -33,12 +35,11 @@ class PrefectTasks:
     """Builds (once per run) the Prefect task of each pass and the runner of each branch."""
 
     def __init__(
-        self, plan: Plan, tags: RunTags, *, storage: Any, fresh: bool, workflow_name: str
+        self, plan: Plan, tags: RunTags, *, storage: Any, workflow_name: str
     ) -> None:
         self.plan = plan
         self.tags = tags
         self.storage = checkpoint_storage(storage)
-        self.fresh = fresh
         self.workflow_name = workflow_name
         self.spec: RunSpec | None = None
         self.runtime = ProcessLocal()
@@ -67,7 +68,6 @@ class PrefectTasks:
                 self.runtime,
                 tags=creation,
                 storage=self.storage,
-                fresh=self.fresh,
             )
             built = self._leaves[key] = leaf_task(ref, self.runtime, options)
         return built
@@ -106,4 +106,7 @@ async def run_branch(
     executor = live.value
     task = executor.plan.task(path)
     tag_task_run(TaskRunContext.get(), executor.tags.late(task, "branch"))
-    return await executor.execute_branch(task, unbox(context), scope)
+    outcome = await executor.execute_branch(task, unbox(context), scope)
+    if outcome.status == "cached":  # every task below came from checkpoints: say so in the UI
+        return Completed(name="Cached", message=ALL_CACHED, data=outcome)
+    return outcome

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..compile.signature import input_names
+from ..compile.signature import RUN_PARAMETERS, input_names
 from ..errors import ConfigError
 from ..validate.deploy_rules import GENERIC_FLOW_PARAMETERS, schedule_problems
 from ..workflow.config import Schedule
@@ -114,7 +114,7 @@ def flow_parameter_names(workflow: Workflow, *, generic: bool) -> tuple[str, ...
     """Parameters the deployed flow accepts."""
     if generic:
         return GENERIC_FLOW_PARAMETERS
-    return (*input_names(workflow.root.config), "context")
+    return (*input_names(workflow.root.config), "context", *RUN_PARAMETERS)
 
 
 def deployment_parameters(

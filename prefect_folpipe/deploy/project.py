@@ -25,6 +25,10 @@ FLOW_FILE = "flow.py"
 PROJECT_FILE = "prefect.yaml"
 ENTRYPOINT = f"{FLOW_FILE}:flow"
 INSTALL_STEP = "prefect_folpipe.deploy.steps.install_dependencies"
+PROJECT_STEP = "prefect_folpipe.deploy.steps.project_directory"
+PROJECT_DIRECTORY = "{{ project.directory }}"
+"""The folder ``prefect deploy`` ran in, from the build step (prefect.yaml has no absolute
+path, so it can be committed and deployed from any checkout)."""
 WORKDIR_STEP = "prefect.deployments.steps.set_working_directory"
 CONTAINER_POOL_TYPES = frozenset(
     {"docker", "kubernetes", "ecs", "cloud-run", "azure-container-instance"}
@@ -128,9 +132,9 @@ def project_document(workflow: Workflow, options: ProjectOptions) -> dict[str, A
     return {
         "name": project_slug(workflow),
         "prefect-version": version("prefect"),
-        "build": None,
+        "build": [{PROJECT_STEP: {"id": "project"}}],
         "push": None,
-        "pull": pull_steps(workflow),
+        "pull": pull_steps(workflow, directory=PROJECT_DIRECTORY),
         "deployments": [deployment_entry(workflow, options)],
     }
 

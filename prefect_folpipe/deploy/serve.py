@@ -4,12 +4,18 @@
 process cannot import), so ``serve`` uses the folder's ``flow.py:flow`` (written when missing)
 or, with ``generic=True``, the module-level ``prefect_folpipe.flows:run_workflow`` with
 ``path`` as a default parameter.
+
+Serving registers a deployment and, when it stops, Prefect pauses it. A deployment of the
+same name made for a work pool (``folpipe deploy``, ``prefect deploy``) would have its runs
+taken from its workers and be left paused, so ``serve`` uses its own default name
+(``<name>-serve``) and refuses (FP624) a ``--name`` that belongs to a work pool's deployment.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from ..errors import ConfigError
 from ..workflow.config import Schedule
 from ..workflow.tree import Workflow
 from .api import prefect_schedules
@@ -43,6 +49,42 @@ def serve_deployment(
     ensure_flow_file(workflow.root_dir)
     storage = LocalStorage(str(workflow.root_dir))
     return Flow.from_source(source=storage, entrypoint=ENTRYPOINT).to_deployment(**options)
+
+
+SERVE_SUFFIX = "-serve"
+
+
+def serve_name(workflow: Workflow, name: str | None) -> str:
+    """``--name``, else the workflow's deployment name + ``-serve`` (never the name of the
+    deployment ``folpipe deploy`` / ``prefect deploy`` make for a work pool)."""
+    return name or f"{default_deployment_name(workflow)}{SERVE_SUFFIX}"
+
+
+async def check_not_a_pool_deployment(flow_name: str, name: str) -> None:
+    """FP624 when ``<flow_name>/<name>`` is a work pool's deployment: serving it would take
+    its runs from the pool's workers and leave it paused."""
+    import httpx
+    from prefect.client.orchestration import get_client
+    from prefect.exceptions import ObjectNotFound
+
+    try:
+        async with get_client() as client:
+            existing = await client.read_deployment_by_name(f"{flow_name}/{name}")
+    except ObjectNotFound:
+        return
+    except (httpx.HTTPError, OSError) as exc:
+        raise ConfigError(
+            f"cannot reach the Prefect API: {exc}",
+            code="FP616",
+            hint="is the server running? check PREFECT_API_URL",
+        ) from None
+    if existing.work_pool_name:
+        raise ConfigError(
+            f"deployment '{flow_name}/{name}' runs on work pool '{existing.work_pool_name}': "
+            "serving it here would take its runs from the pool's workers and pause it on stop",
+            code="FP624",
+            hint=f"serve under another name: --name {name}{SERVE_SUFFIX}",
+        )
 
 
 def serve(deployment: Any, *, limit: int | None = None) -> None:

@@ -8,6 +8,12 @@ it is in the folder's run records (``.folpipe/runs/``), when its deployment work
 folder, or when it is an unfinished ad-hoc run. Task counts cover the run and all its subflow
 runs; subflow placeholder task runs are not counted. Works against the ephemeral history
 (``$PREFECT_HOME``) as well as a server.
+
+Task counts are per task run *name* (the task path, ``path[i]`` in loops), the latest attempt
+winning: a run retried from the UI or by ``folpipe resume`` holds the task runs of both
+attempts, and counts as the workflow's tasks once, as its own report does. All runs are read
+in a few batched requests (runs, their subflow runs level by level, their task runs), so the
+command costs about the same for one run or twenty.
 """
 
 from __future__ import annotations
@@ -52,6 +58,14 @@ class RunSummary:
     parameters: dict[str, Any]
     tags: list[str]
     tasks: TaskCounts = field(default_factory=TaskCounts)
+    cost_usd: float | None = None
+    """Estimated cost of the run's model calls (from its summary artifact or run record)."""
+    model_calls: int | None = None
+    tokens: int | None = None
+    message: str | None = None
+    """The state's message (why a run failed or crashed)."""
+    task_runs: dict[str, str] = field(default_factory=dict)
+    """``{task run name: state name}`` of the latest attempt of each task run."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -74,7 +88,8 @@ def _same_folder(parameters: dict[str, Any], root: Path) -> bool:
         return False
 
 
-async def _top_level_runs(client: Any, workflow: Workflow, limit: int) -> list[Any]:
+async def top_level_runs(client: Any, workflow: Workflow, limit: int) -> list[Any]:
+    """The folder's most recent top-level flow runs (scheduled ones left out), newest first."""
     from prefect.client.schemas.filters import (
         FlowFilter,
         FlowFilterName,
@@ -173,49 +188,78 @@ async def _flow_names(client: Any, flow_ids: set[UUID]) -> dict[UUID, str]:
     return {flow.id: flow.name for flow in flows}
 
 
-async def _descendant_runs(client: Any, root_id: UUID) -> list[Any]:
-    """Every subflow run below ``root_id`` (breadth first)."""
+async def _descendant_runs(
+    client: Any, root_ids: list[UUID]
+) -> tuple[dict[UUID, UUID], set[UUID]]:
+    """``{subflow run id: its top-level run id}`` for every subflow run below ``root_ids``
+    (one request per nesting level), and the parent task runs standing for them."""
     from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterParentFlowRunId
 
-    found: list[Any] = []
-    frontier = [root_id]
+    root_of: dict[UUID, UUID] = {}
+    placeholders: set[UUID] = set()
+    frontier = {run_id: run_id for run_id in root_ids}
     for _ in range(MAX_DEPTH):
         if not frontier:
             break
-        children = await client.read_flow_runs(
+        children = await _paged(
+            client.read_flow_runs,
             flow_run_filter=FlowRunFilter(
-                parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=frontier)
+                parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=list(frontier))
             ),
-            limit=PAGE,
         )
-        found.extend(children)
-        frontier = [child.id for child in children]
-    return found
+        placeholders.update(c.parent_task_run_id for c in children if c.parent_task_run_id)
+        frontier = {
+            child.id: frontier[child.parent_flow_run_id]
+            for child in children
+            if child.parent_flow_run_id in frontier and child.id not in root_of
+        }
+        root_of.update(frontier)
+    return root_of, placeholders
 
 
-async def _task_runs(client: Any, flow_run_ids: list[UUID]) -> list[Any]:
-    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
-
+async def _paged(read: Any, **filters: Any) -> list[Any]:
     collected: list[Any] = []
     offset = 0
     while True:
-        page = await client.read_task_runs(
-            flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=flow_run_ids)),
-            limit=PAGE,
-            offset=offset,
-        )
+        page = await read(**filters, limit=PAGE, offset=offset)
         collected.extend(page)
         if len(page) < PAGE:
             return collected
         offset += PAGE
 
 
-def count_tasks(task_runs: list[Any], placeholders: set[UUID]) -> TaskCounts:
-    """Count task runs by outcome, leaving out subflow placeholders."""
-    counts = TaskCounts()
+async def _task_runs(client: Any, flow_run_ids: list[UUID]) -> list[Any]:
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+
+    if not flow_run_ids:
+        return []
+    return await _paged(
+        client.read_task_runs,
+        flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=flow_run_ids)),
+    )
+
+
+def latest_attempts(task_runs: list[Any], placeholders: set[UUID]) -> list[Any]:
+    """One task run per (flow run, name): the latest attempt (a retried flow run holds the
+    task runs of every attempt); subflow placeholders left out."""
+    latest: dict[tuple[Any, str], Any] = {}
     for run in task_runs:
         if run.id in placeholders or run.state is None:
             continue
+        key = (run.flow_run_id, run.name)
+        if key not in latest or _when(run) >= _when(latest[key]):
+            latest[key] = run
+    return list(latest.values())
+
+
+def _when(run: Any) -> Any:
+    return run.start_time or run.expected_start_time or run.created
+
+
+def count_tasks(task_runs: list[Any], placeholders: set[UUID]) -> TaskCounts:
+    """Count task runs by outcome: the latest attempt of each, subflow placeholders left out."""
+    counts = TaskCounts()
+    for run in latest_attempts(task_runs, placeholders):
         counts.total += 1
         kind = run.state.type.value
         if run.state.name == "Cached":
@@ -243,11 +287,12 @@ def _iso(value: Any) -> str | None:
     return value.isoformat() if value is not None else None
 
 
-async def _summarise(client: Any, run: Any, flow_name: str) -> RunSummary:
-    children = await _descendant_runs(client, run.id)
-    placeholders = {c.parent_task_run_id for c in children if c.parent_task_run_id}
-    task_runs = await _task_runs(client, [run.id, *(c.id for c in children)])
+def summarise(
+    run: Any, flow_name: str, task_runs: list[Any], placeholders: set[UUID]
+) -> RunSummary:
+    """One run's summary from its own and its subflow runs' task runs."""
     state = run.state
+    latest = latest_attempts(task_runs, placeholders)
     return RunSummary(
         flow_run_id=str(run.id),
         name=run.name,
@@ -261,14 +306,85 @@ async def _summarise(client: Any, run: Any, flow_name: str) -> RunSummary:
         parameters=dict(run.parameters),
         tags=list(run.tags),
         tasks=count_tasks(task_runs, placeholders),
+        message=state.message if state and state.type.value != "COMPLETED" else None,
+        task_runs={t.name: t.state.name for t in sorted(latest, key=lambda t: t.name)},
     )
 
 
 async def recent_runs(workflow: Workflow, *, limit: int = 10) -> list[RunSummary]:
-    """The workflow's most recent runs (newest first) with task counts."""
+    """The workflow's most recent runs (newest first) with task counts and cost."""
     from prefect.client.orchestration import get_client
 
+    from ..compile.server import ensure_api
+
+    ensure_api()  # the local history needs a temporary server: one line, a generous timeout
     async with get_client() as client:
-        runs = await _top_level_runs(client, workflow, limit)
+        runs = await top_level_runs(client, workflow, limit)
         names = await _flow_names(client, {run.flow_id for run in runs})
-        return [await _summarise(client, run, names.get(run.flow_id, "")) for run in runs]
+        root_of, placeholders = await _descendant_runs(client, [run.id for run in runs])
+        root_of.update({run.id: run.id for run in runs})
+        task_runs = await _task_runs(client, list(root_of))
+        by_root: dict[UUID, list[Any]] = {run.id: [] for run in runs}
+        for task_run in task_runs:
+            by_root[root_of[task_run.flow_run_id]].append(task_run)
+        summaries = [
+            summarise(run, names.get(run.flow_id, ""), by_root[run.id], placeholders)
+            for run in runs
+        ]
+        await _add_costs(client, workflow, summaries)
+    return summaries
+
+
+async def _add_costs(client: Any, workflow: Workflow, summaries: list[RunSummary]) -> None:
+    """Each run's cost: its summary artifact (any server), else its local run record."""
+    from ..compile.runs import list_runs
+
+    if not summaries:
+        return
+    found = await _summary_tables(client, workflow, [UUID(s.flow_run_id) for s in summaries])
+    records = {str(r.get("flow_run_id")): r for r in list_runs(workflow.root_dir)}
+    for summary in summaries:
+        rows = found.get(summary.flow_run_id)
+        if rows is not None:
+            summary.cost_usd = round(sum(float(r.get("cost_usd") or 0) for r in rows), 6)
+            summary.model_calls = sum(int(r.get("model_calls") or 0) for r in rows)
+            summary.tokens = sum(int(r.get("tokens") or 0) for r in rows)
+            continue
+        record = records.get(summary.flow_run_id) or {}
+        if record.get("cost_usd") is not None:
+            summary.cost_usd = record["cost_usd"]
+            usage = record.get("usage") or {}
+            summary.model_calls = usage.get("model_calls")
+            summary.tokens = (usage.get("input_tokens") or 0) + (usage.get("output_tokens") or 0)
+
+
+async def _summary_tables(
+    client: Any, workflow: Workflow, flow_run_ids: list[UUID]
+) -> dict[str, list[dict[str, Any]]]:
+    """``{flow run id: summary table rows}`` in one request."""
+    import json
+
+    from prefect.client.schemas.filters import (
+        ArtifactFilter,
+        ArtifactFilterFlowRunId,
+        ArtifactFilterKey,
+    )
+
+    from ..compile.artifacts import summary_key
+
+    artifacts = await client.read_artifacts(
+        artifact_filter=ArtifactFilter(
+            flow_run_id=ArtifactFilterFlowRunId(any_=flow_run_ids),
+            key=ArtifactFilterKey(any_=[summary_key(workflow.name)]),
+        ),
+        limit=PAGE,
+    )
+    tables: dict[str, list[dict[str, Any]]] = {}
+    for artifact in artifacts:
+        try:
+            rows = json.loads(artifact.data) if isinstance(artifact.data, str) else artifact.data
+        except ValueError:
+            continue
+        if isinstance(rows, list) and artifact.flow_run_id is not None:
+            tables[str(artifact.flow_run_id)] = [r for r in rows if isinstance(r, dict)]
+    return tables

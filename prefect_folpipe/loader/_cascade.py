@@ -76,6 +76,12 @@ def _effective(
 ) -> EffectiveSettings:
     said = _thaw(settings)
     values = {k: v for k, v in said.items() if v is not None}
+    if isinstance(values.get("cache"), dict):  # cache: {across_runs, ttl} means cache on
+        scope = values.pop("cache")
+        values["cache"] = True
+        values["cache_across_runs"] = scope.get("across_runs")
+        if scope.get("ttl") is not None:
+            values["cache_expiration"] = scope["ttl"]
     if values.get("timeout") == NO_LIMIT:
         values.pop("timeout")
     if "timeout" not in said and not loop:

@@ -134,9 +134,11 @@ def _schema_diagnostics(
     exc: ValidationError, data: dict[str, Any], source: SourceMap, task: str
 ) -> list[Diagnostic]:
     grouped: dict[Loc, list[dict[str, Any]]] = {}
-    for err in exc.errors():
+    for err in _mapping_branch(exc.errors(), data):
         if err["type"] == "extra_forbidden":  # unknown keys report one by one
             path: Loc = (*_data_path(err["loc"], data), "\0extra")
+        elif err.get("\0deep"):  # inside the mapping branch of a union: the key itself
+            path = _data_path(err["loc"], data)
         else:  # the branches of a union (list or dict, ...) report as one problem
             path = _data_path(_before_tag(err["loc"]), data)
         grouped.setdefault(path, []).append(err)
@@ -148,6 +150,37 @@ def _schema_diagnostics(
             line = source.line(_data_path(errors[0]["loc"], data))
             out.append(_wrong_value(path, errors, source, task, line, data))
     return out
+
+
+def _mapping_branch(errors: list[Any], data: dict[str, Any]) -> list[Any]:
+    """Where a mapping was given for a union that also takes a scalar or a list (``cache:
+    true | {across_runs, ttl}``, ``required: [a] | {a: str}``), only the errors of the branch
+    that takes a mapping say what is wrong: the ones below the mapping's own keys."""
+    by_union: dict[Loc, list[Any]] = {}
+    for err in errors:
+        by_union.setdefault(_data_path(_before_tag(err["loc"]), data), []).append(err)
+    kept: list[Any] = []
+    for path, group in by_union.items():
+        deeper = [err for err in group if len(_data_path(err["loc"], data)) > len(path)]
+        if isinstance(_value_at(data, path, None), dict) and deeper and len(deeper) < len(group):
+            kept += [{**err, "\0deep": True} for err in _deepest(deeper, data)]
+        else:
+            kept += group
+    return kept
+
+
+def _deepest(errors: list[Any], data: dict[str, Any]) -> list[Any]:
+    """Drop an error about a mapping when another one says what is wrong inside it (nested
+    unions: ``pages: {type: integer}`` is about ``pages.type``)."""
+    paths = [_data_path(err["loc"], data) for err in errors]
+    return [
+        err
+        for err, path in zip(errors, paths, strict=True)
+        if not (
+            isinstance(_value_at(data, path, None), dict)
+            and any(len(other) > len(path) and other[: len(path)] == path for other in paths)
+        )
+    ]
 
 
 def _before_tag(loc: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -247,9 +280,15 @@ def _has(container: Any, part: Any) -> bool:
     return isinstance(container, list) and isinstance(part, int) and 0 <= part < len(container)
 
 
+_MEMBER_NAMES = frozenset({"bool", "str", "int", "float", "InputField", "CacheSettings"})
+"""Union members pydantic names by their type alone (``cache.bool``, ``cache.CacheSettings``)."""
+
+
 def _is_tag(part: Any) -> bool:
     """Union-member and validator tags such as ``list[str]`` or ``function-after[...]``."""
-    return isinstance(part, str) and bool(re.search(r"[\[\]()-]", part))
+    if not isinstance(part, str):
+        return False
+    return part in _MEMBER_NAMES or bool(re.search(r"[\[\]()-]", part))
 
 
 def allowed_keys(parent: Loc) -> list[str]:

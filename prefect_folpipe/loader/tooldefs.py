@@ -22,7 +22,10 @@ KINDS = ("python", "shell", "http", "mcp", "reference")
 TOOL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
 NAME_HINT = "use letters, digits, '_' or '-' (at most 64), starting with a letter or '_'"
 HTTP_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD")
-COMMON_KEYS = ("type", "scope", "timeout", "retries", "env")
+COMMON_KEYS = ("type", "scope", "timeout", "retries", "env", "replay")
+REPLAY_MODES = ("never", "safe")
+"""``> replay: safe``: a resumed pass may answer the tool's calls from the journal (the tool
+has no side effects anything depends on); ``never`` (the default): every call runs again."""
 HTTP_EXTRA_KEYS = ("env", "max_bytes", "follow_redirects")
 """tools/http.py: the ${VAR} allow-list, the response size cap, redirect opt-in."""
 KIND_KEYS: dict[str, tuple[str, ...]] = {
@@ -71,6 +74,10 @@ def metadata_value(key: str, value: str) -> Any:
         if value.lower() not in ("shared", "local"):
             raise ValueError(f"must be 'shared' or 'local', not {value!r}")
         return value.lower()
+    if key == "replay":
+        if value.strip().lower() not in REPLAY_MODES:
+            raise ValueError(f"must be 'safe' or 'never', not {value!r}")
+        return value.strip().lower()
     if key == "timeout":
         number = _number(value, float, "number of seconds")
         if number <= 0:

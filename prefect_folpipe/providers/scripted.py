@@ -326,16 +326,20 @@ class ScriptedProvider:
         text = json.dumps(data, sort_keys=True, default=repr)
         return "replies:" + hashlib.sha256(text.encode()).hexdigest()[:32]
 
-    def next_entry(self, task_path: str, task_name: str) -> ScriptedReply:
-        """Advance this task's cursor; the last entry repeats."""
+    def next_entry(self, task_path: str, task_name: str, at_least: int = 0) -> ScriptedReply:
+        """Advance this task's cursor; the last entry repeats.
+
+        ``at_least`` is the index of the call in its conversation: the cursor never lags
+        behind it, so when earlier answers came from the journal (a resumed pass) the next
+        live call gets the entry the uninterrupted run would have got."""
         entries = self.entries_for(task_path, task_name)
         with self._lock:
-            index = self._cursors.get(task_path, 0)
+            index = max(self._cursors.get(task_path, 0), at_least)
             self._cursors[task_path] = index + 1
         return entries[min(index, len(entries) - 1)]
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
-        entry = self.next_entry(request.task_path, request.task_name)
+        entry = self.next_entry(request.task_path, request.task_name, _call_number(request) - 1)
         wait = self.latency_s + entry.delay
         if wait:
             await asyncio.sleep(wait)

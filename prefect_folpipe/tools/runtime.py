@@ -145,6 +145,8 @@ class ToolCallRecord:
     duration_s: float
     attempts: int = 0
     code: str | None = None
+    replayed: bool = False
+    """Answered from the journal (a ``replay: safe`` tool on a resumed pass): not run."""
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -229,6 +231,14 @@ class Toolbox:
             "tool %s %s in %.3fs", shown, "failed" if outcome.is_error else "ok", duration
         )
         return ToolResult(call.id, call.name, content, outcome.is_error)
+
+    def replayed(self, call: ToolCall, result: ToolResult) -> None:
+        """Log a call answered from the journal (it did not run)."""
+        record = ToolCallRecord(
+            call.id, call.name, _plain(call.arguments), result.content, result.is_error, 0.0
+        )
+        record.replayed = True
+        self.log.append(record)
 
     async def aclose(self) -> None:
         """Release HTTP clients and runner resources."""

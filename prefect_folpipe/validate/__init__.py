@@ -16,7 +16,9 @@ from pathlib import Path
 from ..errors import Diagnostic, Severity, WorkflowValidationError
 from ..loader import LoadResult, load
 from ..workflow.tree import Workflow
+from .approvals import check_approvals
 from .backends import check_backends
+from .checkpoints import check_checkpoint_scope
 from .conditions import check_conditions
 from .dependencies import check_dependencies
 from .deploy_rules import check_deploy
@@ -36,7 +38,9 @@ RULES: tuple[Rule, ...] = (
     check_conditions,
     check_failure_policy,
     check_output_names,
+    check_approvals,
     check_deploy,
+    check_checkpoint_scope,
     check_backends,
     check_hook_files,
     check_json_values,

@@ -171,8 +171,16 @@ def declared_inputs(config: TaskConfig) -> tuple[str, ...]:
 
 
 # parameters every folpipe flow accepts besides the declared inputs
-FLOW_PARAMETERS = ("context",)
-GENERIC_FLOW_PARAMETERS = ("path", "context", "fresh", "provider", "replies", "result_storage")
+FLOW_PARAMETERS = ("context", "fresh", "reuse_checkpoints")
+GENERIC_FLOW_PARAMETERS = (
+    "path",
+    "context",
+    "fresh",
+    "reuse_checkpoints",
+    "provider",
+    "replies",
+    "result_storage",
+)
 
 
 def deploy_block_problems(config: TaskConfig) -> list[Problem]:
@@ -207,6 +215,11 @@ def deploy_block_problems(config: TaskConfig) -> list[Problem]:
     return problems
 
 
+def is_scheduler_address(text: str) -> bool:
+    """``tcp://host:8786``-like: a scheme, then a host."""
+    return re.match(r"^[a-z][a-z0-9+]*://[^/\s]+", text) is not None
+
+
 def task_runner_problems(config: TaskConfig) -> list[Problem]:
     """Scale-out settings: ``task_runner: dask`` needs prefect-dask; addresses need a scheme."""
     settings = config.settings
@@ -221,7 +234,7 @@ def task_runner_problems(config: TaskConfig) -> list[Problem]:
             )
         )
     address = settings.dask_address
-    if address is not None and not re.match(r"^[a-z][a-z0-9+]*://[^/\s]+", address):
+    if address is not None and not is_scheduler_address(address):
         problems.append(
             Problem(
                 "FP608",

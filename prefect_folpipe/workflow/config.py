@@ -40,6 +40,45 @@ class RateLimit(StrictModel):
     """Name of a Prefect global concurrency limit to hold around each call (strict)."""
 
 
+DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def parse_duration(value: Any) -> Any:
+    """``"90s"``, ``"30m"``, ``"12h"``, ``"1d"``, ``"2w"`` or a number of seconds -> seconds
+    (anything else is left for the field's own validation to reject)."""
+    if isinstance(value, str):
+        text = value.strip().lower()
+        unit = DURATION_UNITS.get(text[-1:]) if text else None
+        number = text[:-1] if unit else text
+        try:
+            return float(number) * (unit or 1)
+        except ValueError:
+            raise ValueError(
+                f"{value!r} is not a duration: use seconds or e.g. '30m', '12h', '1d'"
+            ) from None
+    return value
+
+
+class CacheSettings(StrictModel):
+    """``settings.cache`` as a mapping: checkpoints on, and how far they reach.
+
+    Within one flow run's lineage (Prefect's task retries, the UI's Retry of a failed run,
+    ``folpipe resume``) checkpoints are always reused. Across runs they are reused by local
+    runs (``folpipe run`` again re-runs only what changed) and not by deployment runs
+    (schedules, UI and API triggers re-run every task) unless ``across_runs`` says so.
+    """
+
+    across_runs: bool | None = None
+    """Reuse checkpoints of earlier runs; unset: yes for local runs, no for deployment runs."""
+    ttl: float | None = Field(default=None, gt=0)
+    """How long a checkpoint is reused by later runs: seconds, or ``30m``, ``12h``, ``1d``."""
+
+    @field_validator("ttl", mode="before")
+    @classmethod
+    def _duration(cls, value: Any) -> Any:
+        return parse_duration(value)
+
+
 class Settings(StrictModel):
     """Execution settings; cascade from the root down, child keys win."""
 
@@ -67,9 +106,11 @@ class Settings(StrictModel):
     rate_limit: RateLimit | None = None
     task_runner: Literal["default", "dask"] | None = None
     dask_address: str | None = None
-    cache: bool | None = None
-    """``false`` turns checkpoints off for this subtree."""
+    cache: bool | CacheSettings | None = None
+    """``false`` turns checkpoints off for this subtree; ``{across_runs, ttl}`` says how far
+    they reach (see ``CacheSettings``)."""
     cache_expiration: float | None = Field(default=None, gt=0)
+    """Seconds before a checkpoint stops being reused (``cache.ttl`` says it too)."""
     tags: list[str] | None = None
     """Extra Prefect tags for the task runs of this subtree."""
 
@@ -111,11 +152,38 @@ class ProviderConfig(StrictModel):
     json_mode: bool | None = None
 
 
-class InputSpec(StrictModel):
-    """Scoped input: the agent sees only these keys (plus ``_env``)."""
+class InputField(StrictModel):
+    """One declared input: its type and what it means (the deployment form shows both)."""
 
-    required: list[str] = Field(default_factory=list)
-    optional: list[str] = Field(default_factory=list)
+    type: OutputType | None = None
+    """``str|int|float|bool|list|dict``; unset: any JSON value."""
+    description: str | None = None
+
+
+InputKeys = list[str] | dict[str, OutputType | InputField | None]
+"""Input keys: a list of names, or ``{name: type}`` / ``{name: {type, description}}``."""
+
+
+class InputSpec(StrictModel):
+    """Scoped input: the agent sees only these keys (plus ``_env``). On the root task they are
+    the workflow's inputs: the parameters of its flow and deployments."""
+
+    required: InputKeys = Field(default_factory=list)
+    optional: InputKeys = Field(default_factory=list)
+
+    def names(self) -> list[str]:
+        """Required then optional keys, each once, in declaration order."""
+        return list(dict.fromkeys([*self.required, *self.optional]))
+
+    def field(self, key: str) -> InputField:
+        """The declared type and description of ``key`` (empty for a plain name)."""
+        for keys in (self.required, self.optional):
+            if isinstance(keys, dict) and key in keys:
+                value = keys[key]
+                if isinstance(value, InputField):
+                    return value
+                return InputField(type=value)
+        return InputField()
 
 
 class SubtasksConfig(StrictModel):
@@ -187,6 +255,18 @@ class Schedule(StrictModel):
     timezone: str | None = None
 
 
+class ApprovalConfig(StrictModel):
+    """A human approval gate: the run waits for an answer before the task runs (the answer
+    merges into the context; see ``workflow.approval``)."""
+
+    prompt: str = Field(min_length=1)
+    """Shown in the Prefect UI and the terminal; ``{{ context.key }}`` is substituted."""
+    input: dict[str, OutputType | list[str]] = Field(default_factory=lambda: {"approved": "bool"})
+    """The answer's keys and types (all required); a list is a set of choices."""
+    timeout: str | float | None = None
+    """``72h``, ``30m``, ``2d`` or seconds; then the task's ``on_failure`` applies."""
+
+
 class DeployConfig(StrictModel):
     """Deployment defaults declared in the root task.yaml."""
 
@@ -225,6 +305,8 @@ class TaskConfig(StrictModel):
     on_failure: OnFailure = "fail"
     default_output: dict[str, Any] | None = None
     hooks: HooksConfig | None = None
+    approval: ApprovalConfig | None = None
+    """Wait for a person's answer before the task runs (Prefect UI, terminal, --approve)."""
     mcp_servers: dict[str, McpServer] = Field(default_factory=dict)
     pricing: dict[str, dict[str, float]] = Field(default_factory=dict)
     """Price table override: ``{model: {input_per_mtok, output_per_mtok}}``."""

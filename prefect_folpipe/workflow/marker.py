@@ -41,6 +41,7 @@ class ToolMeta:
     retries: int | None = None
     timeout: float | None = None
     scope: Literal["shared", "local"] = "shared"
+    replay: Literal["never", "safe"] | None = None
 
     def metadata(self) -> dict[str, Any]:
         """The ToolSpec metadata these options become (only the ones that were given)."""
@@ -49,6 +50,8 @@ class ToolMeta:
             data["retries"] = self.retries
         if self.timeout is not None:
             data["timeout"] = self.timeout
+        if self.replay is not None:
+            data["replay"] = self.replay
         return data
 
 
@@ -64,6 +67,7 @@ def tool(
     retries: int | None = None,
     timeout: float | None = None,
     scope: Literal["shared", "local"] = "shared",
+    replay: Literal["never", "safe"] | None = None,
 ) -> Callable[[F], F]: ...
 
 
@@ -76,15 +80,20 @@ def tool(
     retries: int | None = None,
     timeout: float | None = None,
     scope: Literal["shared", "local"] = "shared",
+    replay: Literal["never", "safe"] | None = None,
 ) -> F | Callable[[F], F]:
     """Declare a tool: bare ``@tool`` or ``@tool(name=..., description=..., retries=...,
-    timeout=..., scope=...)``. Parameter descriptions come from the docstring's ``Args:``."""
+    timeout=..., scope=..., replay=...)``. Parameter descriptions come from the docstring's
+    ``Args:``. ``replay="safe"`` lets a resumed agent pass answer the tool's calls from the
+    journal instead of running it again (only for tools without side effects)."""
     if retries is not None and retries < 0:
         raise ValueError("retries must be >= 0")
     if timeout is not None and timeout <= 0:
         raise ValueError("timeout must be > 0")
     if scope not in ("shared", "local"):
         raise ValueError("scope must be 'shared' or 'local'")
+    if replay not in (None, "never", "safe"):
+        raise ValueError("replay must be 'safe' or 'never'")
 
     def mark(func: F) -> F:
         meta = ToolMeta(
@@ -93,6 +102,7 @@ def tool(
             retries=retries,
             timeout=timeout,
             scope=scope,
+            replay=replay,
         )
         setattr(func, TOOL_ATTRIBUTE, meta)
         return func

@@ -96,7 +96,10 @@ class EffectiveSettings:
     task_runner: Literal["default", "dask"] = "default"
     dask_address: str | None = None
     cache: bool = True
+    cache_across_runs: bool | None = None
+    """``settings.cache.across_runs``; ``None``: local runs reuse, deployment runs do not."""
     cache_expiration: float | None = None
+    """Seconds a checkpoint is reused by later runs (``cache.ttl`` or ``cache_expiration``)."""
     tags: tuple[str, ...] = ()
     retry_on: tuple[str, ...] | None = None
     allow_sensitive_files: bool = False

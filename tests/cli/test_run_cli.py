@@ -21,6 +21,7 @@ TASK_KEYS = {
     "attempts",
     "iterations",
     "model_calls",
+    "replayed_calls",
     "tool_calls",
     "usage",
     "duration_s",
@@ -84,7 +85,7 @@ def test_json_document_shape_and_exit_zero(tmp_path, cli_env):
         assert set(entry) == TASK_KEYS
         assert set(entry["usage"]) == {"input_tokens", "output_tokens"}
     assert doc["tasks"][2]["status"] == "skipped"
-    assert set(doc["usage"]) == {"input_tokens", "output_tokens", "model_calls"}
+    assert set(doc["usage"]) == {"input_tokens", "output_tokens", "model_calls", "replayed_calls"}
     assert doc["usage"]["model_calls"] == 2
     assert "Traceback" not in proc.stderr
 
@@ -109,7 +110,12 @@ def test_a_process_that_exits_right_after_its_run_still_writes_every_artifact(tm
             )
 
     keys = {artifact.key for artifact in asyncio.run(read())}
-    assert keys == {"cli-pipeline-draft", "cli-pipeline-review", "cli-pipeline-summary"}
+    assert keys == {
+        "cli-pipeline-draft",
+        "cli-pipeline-review",
+        "cli-pipeline-summary",
+        "cli-pipeline-cost",
+    }
 
 
 def test_failed_run_exits_one_and_resume_in_a_new_process_reuses_checkpoints(tmp_path, cli_env):
@@ -134,7 +140,8 @@ def test_failed_run_exits_one_and_resume_in_a_new_process_reuses_checkpoints(tmp
 
     again = folpipe(cli_env, "run", wf)
     assert again.returncode == 0, again.stderr
-    assert "reused 4 checkpoint(s)" in again.stdout or "cached" in again.stdout
+    # root, draft and review ran (optional was skipped) and all three came from checkpoints
+    assert "3 of 3 tasks from checkpoints (--fresh to re-run)" in again.stdout
 
 
 def test_resume_without_a_failed_run_is_a_usage_error(tmp_path, cli_env):

@@ -63,13 +63,18 @@ class PrefectServer:
     startup_s: float = 0.0  # from spawn until /api/health answered (includes migrations)
 
     def run(
-        self, args: Sequence[str], *, cwd: Path | None = None, timeout: float = 180.0
+        self,
+        args: Sequence[str],
+        *,
+        cwd: Path | None = None,
+        timeout: float = 180.0,
+        extra_env: dict[str, str] | None = None,
     ) -> subprocess.CompletedProcess[str]:
         """Run a command to completion against this server (never raises on exit status)."""
         return subprocess.run(
             list(args),
             cwd=cwd,
-            env=self.env,
+            env={**self.env, **(extra_env or {})},
             capture_output=True,
             text=True,
             timeout=timeout,

@@ -133,7 +133,7 @@ def test_unknown_pool_and_broken_flow_file(prefect_server: PrefectServer, report
 def test_serve_runs_a_workflow_without_a_work_pool(
     prefect_server: PrefectServer, report: Path, tmp_path: Path
 ) -> None:
-    from .test_server_e2e import evidence, flow_run_states, trigger, with_client
+    from .runs import evidence, flow_run_states, trigger, with_client
 
     server = prefect_server
     args = [FOLPIPE, "serve", str(report), "--generic", "--name", "served", "--param", "topic=eta"]
@@ -157,3 +157,46 @@ def test_serve_runs_a_workflow_without_a_work_pool(
         return (await client.read_flow_run(run_id)).name  # type: ignore[attr-defined]
 
     assert with_client(server, name_of).startswith("report-")
+
+
+@pytest.mark.server
+@pytest.mark.timeout(300)
+def test_serve_never_takes_over_a_work_pool_deployment(
+    prefect_server: PrefectServer, report: Path, tmp_path: Path
+) -> None:
+    """`folpipe deploy` (or `prefect deploy`) made report/research for a pool: serving that
+    name is refused (FP624); serving by default registers report/report-serve, and stopping
+    it pauses only that one."""
+    from .runs import with_client
+
+    server = prefect_server
+    create = [PREFECT, "work-pool", "create", "serve-pool", "--type", "process", "--overwrite"]
+    assert server.run(create).returncode == 0
+    deploy = ["deploy", str(report), "--name", "research", "--pool", "serve-pool"]
+    assert folpipe(*deploy, "--interval", "3600", env=server.env).returncode == 0
+
+    refused = folpipe("serve", str(report), "--name", "research", env=server.env)
+    assert_coded_error(refused, "FP624")
+    assert "--name research-serve" in refused.stderr
+
+    serving = server.spawn([FOLPIPE, "serve", str(report)], log=tmp_path / "serve.log")
+    try:
+        deadline = time.monotonic() + 120
+        while "report/report-serve" not in server.run([PREFECT, "deployment", "ls"]).stdout:
+            assert serving.poll() is None, (tmp_path / "serve.log").read_text()
+            assert time.monotonic() < deadline, "serve never registered its deployment"
+            time.sleep(1)
+    finally:
+        stop_process_group(serving)
+
+    async def read(client: object) -> dict[str, tuple[bool, str | None]]:
+        found = {}
+        for name in ("report/research", "report/report-serve"):
+            deployment = await client.read_deployment_by_name(name)  # type: ignore[attr-defined]
+            found[name] = (deployment.paused, deployment.work_pool_name)
+        return found
+
+    assert with_client(server, read) == {
+        "report/research": (False, "serve-pool"),  # untouched
+        "report/report-serve": (True, None),  # serve's own, paused by Prefect on stop
+    }

@@ -18,8 +18,8 @@ from prefect_folpipe.compile.runner import Runners
 from prefect_folpipe.errors import ConfigError
 from prefect_folpipe.validate import load_workflow
 
+from .runs import ok
 from .server import PrefectServer
-from .test_server_e2e import ok
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "deploy"
 EXAMPLE = Path(__file__).parent.parent.parent / "examples" / "research_report"
@@ -135,12 +135,24 @@ def test_the_local_and_the_dask_runner_give_the_same_run(
         assert task_runs["checks/flaky"]["retry_delays"] == [1.0]
         assert task_runs["checks/strict"]["run_count"] == 1
 
-    # the second run reuses every checkpoint on both runners
+    # the second run reuses every checkpoint on both runners. The budget-stopped spender has
+    # no checkpoint: its paid call comes back from its journal, free and outside the budget
+    # (docs/durability.md), so its second call fits the budget now, on both runners alike;
+    # the shards after it see its answer and run again
     again = _rows(dask["runs"][1]["run"])
+    for result in (local, dask):
+        rows = result["runs"][1]["run"]["tasks"]
+        spender = next(row for row in rows if row["path"] == "checks/budget/spender")
+        assert (spender["status"], spender["model_calls"], spender["replayed_calls"]) == (
+            "completed", 1, 1,
+        )  # fmt: skip
+    downstream = {"shards/shard_a", "shards/shard_b"}
     executed = [
         path for path, row in run.items() if row["status"] == "completed" and row["attempts"]
     ]
-    assert executed and all(again[path]["status"] == "cached" for path in executed)
+    assert executed and all(
+        again[path]["status"] == "cached" for path in executed if path not in downstream
+    )
 
     # leaves ran in two worker processes, not in the flow's
     pids = {v for k, v in dask["runs"][0]["run"]["context"].items() if k.startswith("pid_")}

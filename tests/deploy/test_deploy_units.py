@@ -183,9 +183,13 @@ def test_parameter_signature_lists_inputs_then_context() -> None:
         {"input": {"required": ["topic"], "optional": ["depth", "not-an-identifier"]}}
     )
     signature = parameter_signature(config)
-    assert list(signature.parameters) == ["context", "topic", "depth"]
+    names = ["context", "topic", "depth", "fresh", "reuse_checkpoints"]
+    assert list(signature.parameters) == names
     kinds = [p.kind for p in signature.parameters.values()]
-    assert kinds == [inspect.Parameter.POSITIONAL_OR_KEYWORD, *[inspect.Parameter.KEYWORD_ONLY] * 2]
+    assert kinds == [inspect.Parameter.POSITIONAL_OR_KEYWORD, *[inspect.Parameter.KEYWORD_ONLY] * 4]
+    # a required input has no default (the form requires it); an optional one defaults to None
+    assert signature.parameters["topic"].default is inspect.Parameter.empty
+    assert signature.parameters["depth"].default is None
     assert merge_inputs({"topic": "old", "x": 1}, {"topic": "new", "depth": None}) == {
         "topic": "new",
         "x": 1,

@@ -24,7 +24,7 @@ def _import(dotted: str) -> Any:
 
 
 def test_there_is_an_example_per_pool_type() -> None:
-    assert {p.parent.name for p in EXAMPLES} == {"process", "docker", "kubernetes"}
+    assert {p.parent.name for p in EXAMPLES} == {"process", "docker", "kubernetes", "dask"}
     assert (DEPLOYMENTS / "README.md").is_file()
 
 

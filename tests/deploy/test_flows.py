@@ -21,10 +21,48 @@ def report(tmp_path: Path) -> Path:
 
 
 def test_root_inputs_are_the_flows_parameters(report: Path) -> None:
+    """The deployment form: required inputs required, declared types, descriptions from the
+    task.yaml comments or `description:`, `context` free-form, the run options last."""
     schema = folder_to_flow(report).parameters.model_dump()
-    assert list(schema["properties"]) == ["context", "topic", "audience"]
-    assert "required input" in schema["properties"]["topic"]["description"]
-    assert schema["required"] == []
+    properties = schema["properties"]
+    assert list(properties) == [
+        "context", "topic", "audience", "pages", "fresh", "reuse_checkpoints"
+    ]  # fmt: skip
+    assert schema["required"] == ["topic"]
+    assert properties["topic"]["type"] == "string"
+    assert properties["topic"]["description"] == "what the report is about"
+    assert properties["audience"]["description"] == "who reads it"
+    assert {"type": "integer"} in properties["pages"]["anyOf"]
+    assert properties["pages"]["description"] == "how long the report may be, in pages"
+    assert properties["context"]["anyOf"][0] == {"additionalProperties": True, "type": "object"}
+    assert properties["fresh"] == {
+        "default": False,
+        "description": "re-run every task: ignore the checkpoints of earlier runs",
+        "position": 4,
+        "title": "fresh",
+        "type": "boolean",
+    }
+
+
+@pytest.mark.prefect
+async def test_a_required_input_may_come_in_the_context_and_is_checked(
+    prefect_harness: str, report: Path
+) -> None:
+    from prefect_folpipe.compile import arun_workflow
+    from prefect_folpipe.errors import WorkflowFailed
+
+    flow = folder_to_flow(report)
+    context = await flow(context={"topic": "inside the context", "pages": 2})
+    assert "inside the context" in str(context["research"])
+    with pytest.raises(WorkflowFailed) as excinfo:
+        await flow(context={"audience": "nobody gave a topic"})
+    result = excinfo.value.result
+    assert result.task("")["status"] == "failed"
+    assert "FP313" in result.task("")["error"] and "'topic'" in result.task("")["error"]
+    assert {row["status"] for row in result.tasks[1:]} == {"skipped"}
+    assert result.usage["model_calls"] == 0
+    again = await arun_workflow(report, {})
+    assert again.status == "failed" and "topic" in str(again.error)
 
 
 @pytest.mark.prefect

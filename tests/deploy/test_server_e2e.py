@@ -2,133 +2,39 @@
 skips loudly where no PostgreSQL can be started): deploy, schedule, work, parameters, resume.
 
 A workflow folder (``tests/fixtures/deploy/report``, offline on its scripted replies) is deployed
-three ways onto a process work pool: ``folpipe deploy`` (with an interval schedule),
-plain ``prefect --no-prompt deploy`` from the prefect.yaml written by ``folpipe deploy init``,
-and a third deployment whose ``write`` task fails while a marker file exists. A
-``prefect worker start --run-once`` executes the runs; the Prefect client checks states, task
-run names, parameters, and that the failed deployment's second run resumes from checkpoints.
+four ways onto a process work pool: ``folpipe deploy``, plain ``prefect --no-prompt deploy`` from
+the prefect.yaml that ``folpipe deploy init`` wrote (in a copy of the folder: the file holds no
+absolute path), ``--generic``, and a deployment whose ``write`` task fails while a marker file
+exists. ``prefect worker start --run-once`` executes the runs in two passes; the Prefect client
+checks states, task run names and typed parameters, that a scheduled run re-runs its tasks
+(fresh, though an earlier run had the same inputs), and that ``folpipe resume`` retries the
+failed deployment run itself, through the API, with its finished task Cached.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
-import re
 import shutil
-import subprocess
-import time
-from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, TypeVar
-from uuid import UUID
 
 import pytest
 
-from .server import FOLPIPE, PREFECT, PrefectServer, stop_process_group
+from .runs import (
+    copy_workflow,
+    evidence,
+    flow_run_states,
+    keep_first_scheduled_run,
+    ok,
+    run_worker_once,
+    task_run_states,
+    trigger,
+)
+from .server import FOLPIPE, PREFECT, PrefectServer
 
-FIXTURE = Path(__file__).parent.parent / "fixtures" / "deploy" / "report"
 POOL = "folpipe-e2e"
-RUN_ID = re.compile(r"flow-run/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})")
-T = TypeVar("T")
+DONE = {"research": "Completed", "write": "Completed"}
 
 pytestmark = [pytest.mark.server, pytest.mark.timeout(900)]
-
-
-def ok(done: subprocess.CompletedProcess[str]) -> subprocess.CompletedProcess[str]:
-    """Assert a command succeeded, showing its output when it did not."""
-    assert done.returncode == 0, f"{done.args}\nstdout:\n{done.stdout}\nstderr:\n{done.stderr}"
-    return done
-
-
-def copy_workflow(tmp_path: Path, name: str) -> Path:
-    target = tmp_path / name
-    shutil.copytree(FIXTURE, target)
-    return target
-
-
-def trigger(server: PrefectServer, deployment: str, *params: str) -> UUID:
-    """``prefect deployment run`` and the id of the flow run it created."""
-    args = [PREFECT, "deployment", "run", deployment]
-    for param in params:
-        args += ["--param", param]
-    match = RUN_ID.search(ok(server.run(args)).stdout)
-    assert match, "no flow run id in `prefect deployment run` output"
-    return UUID(match.group(1))
-
-
-def run_worker_once(server: PrefectServer, log: Path, timeout: float = 300.0) -> None:
-    """A process worker that runs every due flow run of the pool, waits for them, and exits."""
-    worker = server.spawn([PREFECT, "worker", "start", "--pool", POOL, "--run-once"], log=log)
-    try:
-        worker.wait(timeout=timeout)
-    finally:
-        stop_process_group(worker)
-    assert worker.returncode == 0, log.read_text()[-4000:]
-
-
-def with_client(server: PrefectServer, action: Callable[[Any], Awaitable[T]]) -> T:
-    """Run ``action(client)`` against the test server."""
-    from prefect.client.orchestration import get_client
-    from prefect.settings import PREFECT_API_URL, temporary_settings
-
-    async def main() -> T:
-        with temporary_settings(updates={PREFECT_API_URL: server.url}):
-            async with get_client() as client:
-                return await action(client)
-
-    return asyncio.run(main())
-
-
-def flow_run_states(server: PrefectServer, ids: list[UUID]) -> dict[UUID, str]:
-    async def read(client: Any) -> dict[UUID, str]:
-        return {i: (await client.read_flow_run(i)).state.name for i in ids}
-
-    return with_client(server, read)
-
-
-def task_run_states(server: PrefectServer, flow_run_id: UUID, expected: int) -> dict[str, str]:
-    """``{task run name: state name}``; task runs are recorded from events, so poll a little."""
-    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
-
-    async def read(client: Any) -> dict[str, str]:
-        runs = await client.read_task_runs(
-            flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id]))
-        )
-        return {run.name: run.state.name for run in runs if run.state}
-
-    deadline = time.monotonic() + 30
-    found = with_client(server, read)
-    while len(found) < expected and time.monotonic() < deadline:
-        time.sleep(1)
-        found = with_client(server, read)
-    return found
-
-
-def keep_first_scheduled_run(server: PrefectServer, deployment: str) -> UUID:
-    """Wait until the deployment's first scheduled run is due, pause the schedule and delete
-    the other scheduled runs, so exactly one schedule firing reaches the worker."""
-    from prefect.client.schemas.filters import DeploymentFilter, DeploymentFilterId
-
-    async def first_due(client: Any) -> UUID:
-        found = await client.read_deployment_by_name(deployment)
-        only = DeploymentFilter(id=DeploymentFilterId(any_=[found.id]))
-        runs = await client.read_flow_runs(deployment_filter=only)
-        first = min((r for r in runs if r.auto_scheduled), key=lambda r: r.expected_start_time)
-        while first.expected_start_time.timestamp() > time.time():
-            await asyncio.sleep(0.5)
-        await client.pause_deployment(found.id)
-        for run in await client.read_flow_runs(deployment_filter=only):
-            if run.auto_scheduled and run.id != first.id and run.state.is_scheduled():
-                await client.delete_flow_run(run.id)
-        return first.id
-
-    return with_client(server, first_due)
-
-
-def evidence(workflow: Path, flow_run_id: UUID) -> dict[str, Any]:
-    """What the `write` task's post_run hook recorded for one flow run."""
-    record = workflow / ".folpipe" / "evidence" / f"{flow_run_id}.json"
-    return json.loads(record.read_text())["context"]
 
 
 def test_deploy_schedule_work_and_resume_on_a_real_server(
@@ -136,29 +42,24 @@ def test_deploy_schedule_work_and_resume_on_a_real_server(
 ) -> None:
     server = prefect_pg_server
     ok(server.run([PREFECT, "work-pool", "create", POOL, "--type", "process"]))
-    via_api, via_yaml, resumable = (copy_workflow(tmp_path, n) for n in ("api", "yaml", "resume"))
+    via_api, resumable, generic = (copy_workflow(tmp_path, n) for n in ("api", "resume", "gen"))
 
-    # 1. folpipe deploy, with an interval schedule, through Prefect's API
+    # 1. folpipe deploy through Prefect's API
     args = ["deploy", str(via_api), "--name", "api", "--pool", POOL, "--param", "topic=alpha"]
-    deployed = json.loads(ok(server.run([FOLPIPE, *args, "--interval", "15", "--json"])).stdout)
+    deployed = json.loads(ok(server.run([FOLPIPE, *args, "--json"])).stdout)
     assert deployed["full_name"] == "report/api"
     assert deployed["entrypoint"] == "flow.py:flow"
     assert deployed["parameters"] == {"audience": "engineers", "topic": "alpha"}
     assert (via_api / "flow.py").is_file()
 
-    # 2. plain `prefect deploy` from the prefect.yaml that `folpipe deploy init` writes
-    init = [
-        "deploy",
-        "init",
-        str(via_yaml),
-        "--name",
-        "yaml",
-        "--pool",
-        POOL,
-        "--param",
-        "topic=beta",
-    ]
-    ok(server.run([FOLPIPE, *init]))
+    # 2. plain `prefect deploy` from the prefect.yaml `folpipe deploy init` wrote; the file
+    # names no absolute path, so a copy of the folder deploys from where it now is
+    written = copy_workflow(tmp_path / "checkout-1", "report")
+    init = ["deploy", "init", str(written), "--name", "yaml", "--pool", POOL]
+    ok(server.run([FOLPIPE, *init, "--param", "topic=beta"]))
+    assert str(tmp_path) not in (written / "prefect.yaml").read_text()
+    via_yaml = tmp_path / "checkout-2" / "report"
+    shutil.copytree(written, via_yaml)
     ok(server.run([PREFECT, "--no-prompt", "deploy", "--all"], cwd=via_yaml))
 
     # 3. a deployment whose last task fails while .folpipe/fail-write exists
@@ -169,55 +70,73 @@ def test_deploy_schedule_work_and_resume_on_a_real_server(
     ok(server.run([FOLPIPE, *args]))
 
     # 4. the generic entrypoint: prefect_folpipe.flows:run_workflow with path=<folder>
-    generic = copy_workflow(tmp_path, "generic")
     args = ["deploy", str(generic), "--generic", "--name", "gen", "--pool", POOL, "--json"]
     deployed = json.loads(ok(server.run([FOLPIPE, *args, "--param", "topic=zeta"])).stdout)
     assert deployed["entrypoint"] == "prefect_folpipe.flows.run_workflow"
     assert deployed["parameters"]["path"] == str(generic.resolve())
 
-    manual = trigger(server, "report/api", "topic=gamma")
+    # 5. typed parameters: the form's types are enforced by the server, and reach the workflow
+    bad = server.run([PREFECT, "deployment", "run", "report/api", "--param", "pages=three"])
+    assert bad.returncode != 0
+    manual = trigger(server, "report/api", "topic=gamma", "pages=3")
+    with_defaults = trigger(server, "report/api")  # topic=alpha: the deployment's default
     via_generic = trigger(server, "folpipe-run/gen")
     from_yaml = trigger(server, "report/yaml")
     doomed = trigger(server, "report/resume")
-    scheduled = keep_first_scheduled_run(server, "report/api")
-    run_worker_once(server, tmp_path / "worker-1.log")
+    run_worker_once(server, POOL, tmp_path / "worker-1.log")
 
-    states = flow_run_states(server, [manual, from_yaml, scheduled, doomed, via_generic])
+    states = flow_run_states(server, [manual, with_defaults, from_yaml, doomed, via_generic])
     assert states == {
         via_generic: "Completed",
         manual: "Completed",
+        with_defaults: "Completed",
         from_yaml: "Completed",
-        scheduled: "Completed",
         doomed: "Failed",
     }
-
     # task runs are named after the folders' task paths
-    assert task_run_states(server, manual, 2) == {"research": "Completed", "write": "Completed"}
-
-    # parameters reached the workflow: the deployment's, the run's, the deploy: block's
+    assert task_run_states(server, manual, DONE) == DONE
+    # parameters reached the workflow, typed: the run's, the deployment's, the deploy: block's
     seen = evidence(via_api, manual)
-    assert (seen["topic"], seen["audience"]) == ("gamma", "engineers")
+    assert (seen["topic"], seen["audience"], seen["pages"]) == ("gamma", "engineers", 3)
     assert "gamma" in str(seen["research"])
-    assert evidence(via_api, scheduled)["topic"] == "alpha"
+    assert evidence(via_api, with_defaults)["topic"] == "alpha"
     assert evidence(via_yaml, from_yaml)["topic"] == "beta"
     assert evidence(generic, via_generic)["topic"] == "zeta"
-    assert task_run_states(server, via_generic, 2) == {
-        "research": "Completed",
-        "write": "Completed",
-    }
+    assert task_run_states(server, via_generic, DONE) == DONE
+    failed_write = {"research": "Completed", "write": "Failed"}
+    assert task_run_states(server, doomed, failed_write) == failed_write
 
-    # the failed deployment's next run resumes from checkpoints
-    assert task_run_states(server, doomed, 2) == {"research": "Completed", "write": "Failed"}
+    # 6. a schedule fires: its run re-runs every task, though a local run of the folder with
+    # the same inputs left checkpoints that the next local run reuses
+    local = ["run", str(via_api), "--context", '{"topic": "alpha", "audience": "engineers"}']
+    ok(server.run([FOLPIPE, *local]))
+    assert "3 of 3 tasks from checkpoints" in ok(server.run([FOLPIPE, *local])).stdout
+    args = ["deploy", str(via_api), "--name", "nightly", "--pool", POOL, "--param", "topic=alpha"]
+    ok(server.run([FOLPIPE, *args, "--interval", "15"]))
+    scheduled = keep_first_scheduled_run(server, "report/nightly")
+
+    # 7. folpipe resume retries the failed deployment run itself, through the API
     marker.unlink()
-    resumed = trigger(server, "report/resume")
-    run_worker_once(server, tmp_path / "worker-2.log")
-    assert flow_run_states(server, [resumed]) == {resumed: "Completed"}
-    assert task_run_states(server, resumed, 2) == {"research": "Cached", "write": "Completed"}
+    resumed = ok(server.run([FOLPIPE, "resume", str(resumable), "--json"]))
+    retry = json.loads(resumed.stdout)
+    assert (retry["resumed"], retry["flow_run_id"]) == ("api", str(doomed))
+    assert retry["work_pool"] == POOL and "Traceback" not in resumed.stderr
+    run_worker_once(server, POOL, tmp_path / "worker-2.log")
 
-    # folpipe status reads the same history
+    assert flow_run_states(server, [scheduled, doomed]) == {
+        scheduled: "Completed",
+        doomed: "Completed",
+    }
+    assert evidence(via_api, scheduled)["topic"] == "alpha"
+    assert task_run_states(server, scheduled, DONE) == DONE
+    retried = {"research": "Cached", "write": "Completed"}
+    assert task_run_states(server, doomed, retried) == retried
+
+    # folpipe status reads the same history: the retried run once, per task
     status = json.loads(ok(server.run([FOLPIPE, "status", str(resumable), "--json"])).stdout)
     runs = {run["flow_run_id"]: run for run in status["runs"]}
-    assert runs[str(resumed)]["state"] == "Completed"
-    assert runs[str(resumed)]["tasks"]["cached"] == 1
-    assert runs[str(doomed)]["state"] == "Failed"
-    assert runs[str(doomed)]["tasks"]["failed"] == 1
+    assert list(runs) == [str(doomed)]
+    assert runs[str(doomed)]["state"] == "Completed"
+    assert runs[str(doomed)]["tasks"]["total"] == 2
+    assert runs[str(doomed)]["tasks"]["cached"] == 1
+    assert runs[str(doomed)]["tasks"]["failed"] == 0

@@ -26,7 +26,9 @@ def _two_leaves(reply_b: Any = "bee") -> dict[str, Any]:
 def test_folder_to_flow_called_synchronously_returns_final_context(make_workflow, prefect_harness):
     flow = folder_to_flow(make_workflow(_two_leaves()))
     assert flow.name == "api-wf"
-    assert list(flow.parameters.properties) == ["context"]
+    # context first; the run options every deployment gets; nothing required
+    assert list(flow.parameters.properties) == ["context", "fresh", "reuse_checkpoints"]
+    assert not flow.parameters.required
     final = flow(context={"extra": True})
     assert final == {"seed": 1, "extra": True, "a": "ay", "b": "bee"}
 

@@ -62,8 +62,10 @@ def test_checkpoints_are_owner_only_json_records(make_workflow, run):
     assert run(root).status == "completed"
     folder = root / ".folpipe" / "results"
     assert stat.S_IMODE(folder.stat().st_mode) == 0o700
-    for file in folder.iterdir():
-        assert stat.S_IMODE(file.stat().st_mode) == 0o600, file
+    # the model-call journal beside the checkpoints (durability.md) is owner-only too
+    for inner in folder.rglob("*"):
+        assert stat.S_IMODE(inner.stat().st_mode) == (0o700 if inner.is_dir() else 0o600), inner
+    for file in (path for path in folder.iterdir() if path.is_file()):
         record = json.loads(file.read_bytes())
         assert record["metadata"]["serializer"]["type"] == "json"
         assert record["metadata"]["serializer"]["object_decoder"] is None

@@ -21,6 +21,7 @@ from prefect_folpipe.compile.leaf import (
 )
 from prefect_folpipe.compile.plan import build_plan
 from prefect_folpipe.compile.runtime import RunSpec
+from prefect_folpipe.compile.scope import CheckpointScope
 from prefect_folpipe.errors import OutputValidationError, ProviderError
 from prefect_folpipe.workflow.config import TaskConfig
 from prefect_folpipe.workflow.tree import EffectiveSettings, Task, Workflow
@@ -48,7 +49,8 @@ def _workflow(**settings: Any) -> Workflow:
 
 def _options(workflow: Workflow, *, fresh: bool = False) -> dict[str, Any]:
     plan = build_plan(workflow)
-    ref = LeafRef(RunSpec("run-1", "/wf"), "review", "single")
+    scope = CheckpointScope(lineage="flow-run-1", fresh=fresh)
+    ref = LeafRef(RunSpec("run-1", "/wf", checkpoints=scope), "review", "single")
     return task_options(
         plan.task("review"),
         plan.node("review"),
@@ -56,26 +58,27 @@ def _options(workflow: Workflow, *, fresh: bool = False) -> dict[str, Any]:
         ProcessLocal(object()),
         tags=["folpipe"],
         storage=Path("/wf/.folpipe/results"),
-        fresh=fresh,
     )
 
 
 def test_one_place_for_retries_timeout_and_checkpoints() -> None:
-    options = _options(
-        _workflow(max_retries=2, retry_delay_seconds=1.5, timeout=30, cache_expiration=60),
-        fresh=True,
-    )
+    workflow = _workflow(max_retries=2, retry_delay_seconds=1.5, timeout=30, cache_expiration=60)
+    options = _options(workflow)
     assert options["retries"] == 2
     assert options["retry_delay_seconds"] == [1.5, 3.0]
     assert options["timeout_seconds"] == 30
     assert isinstance(options["retry_condition_fn"], RetryCondition)
     assert isinstance(options["cache_key_fn"], CheckpointKey)
-    assert options["refresh_cache"] is True and options["persist_result"] is True
+    assert options["persist_result"] is True and "refresh_cache" not in options
     storage = options["result_storage"]  # the checkpoint folder, its records checked on read
     assert isinstance(storage, CheckpointStorage) and storage.basepath == "/wf/.folpipe/results"
     assert options["result_serializer"].type == "json"
     assert options["result_serializer"].object_decoder is None
     assert options["cache_expiration"].total_seconds() == 60
+    # --fresh: a new lineage (its own keys, which never age), not Prefect's refresh_cache,
+    # so a retry or resume of the fresh run still reuses what it finished
+    fresh = _options(workflow, fresh=True)
+    assert "refresh_cache" not in fresh and "cache_expiration" not in fresh
     off = _options(_workflow(cache=False, timeout=-1))
     assert off["persist_result"] is False and "cache_key_fn" not in off
     assert off["timeout_seconds"] is None

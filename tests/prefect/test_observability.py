@@ -196,3 +196,49 @@ def test_a_tag_concurrency_limit_applies_and_unlimited_tags_still_reach_the_runs
         runs = {r.name: r for r in asyncio.run(_task_runs(result.flow_run_id, 2))}
         for name in ("a", "b"):
             assert {solo, "folpipe", "workflow:limited"} <= set(runs[name].tags), name
+
+
+def test_a_failed_task_leaves_its_report_and_readable_state_messages(make_workflow, run):
+    """The artifact of a failed pass (issue 12, point 6): the error, the instructions as sent,
+    each rejected answer with its validation error, the tool calls; and the UI's state
+    messages are text, not a repr with literal \\n and \\'."""
+    files = {
+        "task.yaml": {"name": "failing", "subtasks": {"execution_type": "sequential"}},
+        "replies.yaml": {
+            "tasks": {
+                "judge": [
+                    {"tool_calls": [{"name": "lookup", "arguments": {"term": "prefect"}}]},
+                    "It's fine.\nReally, it's fine.",
+                    "Still 'no' JSON here.",
+                ]
+            }
+        },
+        "subtasks/judge/instructions.md": "Judge the draft; answer with `approved`.",
+        "subtasks/judge/task.yaml": {
+            "output": {"approved": "bool"},
+            "settings": {"output_retries": 1},
+        },
+        "subtasks/judge/tools.md": (
+            "## lookup\nLook a term up.\n\n```python\n"
+            "def lookup(term: str) -> str:\n    return 'found ' + term\n```\n"
+        ),
+    }
+    result = run(make_workflow(files))
+    assert result.status == "failed"
+    artifacts = asyncio.run(_artifacts(result.flow_run_id))
+    report = next(a for a in artifacts if a.key == "failing-judge")
+    text = report.data
+    assert text.startswith("# judge: failed")
+    assert "## Error" in text and "FP312" in text
+    assert "## Instructions as sent" in text and "answer with `approved`" in text
+    rejected = text.split("## Rejected answers")[1].split("## Tool calls")[0]
+    assert rejected.count("### ") == 2
+    assert "It's fine.\nReally, it's fine." in rejected and "Still 'no' JSON here." in rejected
+    assert "## Tool calls" in text and "`lookup`" in text and "found prefect" in text
+
+    runs = asyncio.run(_task_runs(result.flow_run_id, 1))
+    judge = next(r for r in runs if r.name == "judge")
+    flow_run = asyncio.run(_flow_run(result.flow_run_id))
+    for message in (judge.state.message, flow_run.state.message):
+        assert message and "\\n" not in message and "\\'" not in message, message
+        assert "answer: It's fine. Really, it's fine." in message

@@ -1,0 +1,75 @@
+"""Approval gates from the command line: ``--approve key=value`` answers ahead (CI), and a
+terminal asks a person (the live view steps aside while it does)."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import threading
+from collections.abc import Iterable
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.panel import Panel
+
+from ..errors import ConfigError
+from ..workflow.approval import coerce_value
+
+ATTEMPTS = 3
+
+
+def parse_approvals(values: Iterable[str]) -> dict[str, dict[str, str]]:
+    """``key=value`` (every gate with that key) or ``task:key=value`` (one task, by name or
+    path) -> ``RunOptions.approvals``. Values stay text; each gate parses them by type."""
+    presets: dict[str, dict[str, str]] = {}
+    for item in values:
+        head, equals, value = item.partition("=")
+        target, _, key = head.rpartition(":")
+        if not equals or not key.strip():
+            raise ConfigError(
+                f"--approve {item!r} is not key=value",
+                code="FP402",
+                hint="write --approve approved=true, or --approve release/ship:approved=true",
+            )
+        presets.setdefault(target.strip(), {})[key.strip()] = value
+    return presets
+
+
+class TerminalApprover:
+    """Asks each gate's question on the terminal (stderr + stdin), one key at a time."""
+
+    def __init__(self, console: Console, pause: Any = None) -> None:
+        self.console = console
+        self.pause = pause or contextlib.nullcontext
+        self._lock = threading.Lock()
+
+    def __call__(self, question: Any) -> dict[str, Any]:
+        with self._lock, self.pause():
+            self.console.print(
+                Panel(question.prompt, title=f"approval · {question.label}", border_style="yellow")
+            )
+            return {key: self._ask(key, kind) for key, kind in question.fields.items()}
+
+    def _ask(self, key: str, kind: Any) -> Any:
+        label = f"{key} ({'/'.join(kind) if isinstance(kind, tuple) else _hint(kind)})"
+        for _ in range(ATTEMPTS):
+            text = click.prompt(label, default="", show_default=False, err=True)
+            try:
+                return coerce_value(key, kind, text)
+            except ValueError as exc:
+                self.console.print(f"[red]{exc}[/red]")
+        raise click.Abort()
+
+
+def _hint(kind: str) -> str:
+    return {"bool": "yes/no", "list": "JSON list", "dict": "JSON object"}.get(kind, kind)
+
+
+def terminal_approver(console: Console, pause: Any = None) -> TerminalApprover | None:
+    """An approver when stdin is a terminal (else gates need --approve or a deployment)."""
+    try:
+        interactive = sys.stdin.isatty()
+    except (AttributeError, ValueError):
+        interactive = False
+    return TerminalApprover(console, pause) if interactive else None

@@ -1,0 +1,138 @@
+"""Helpers of the deployment tests: commands, triggers, a worker, reading runs back."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import shutil
+import subprocess
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, TypeVar
+from uuid import UUID
+
+from .server import PREFECT, PrefectServer, stop_process_group
+
+REPORT = Path(__file__).parent.parent / "fixtures" / "deploy" / "report"
+RUN_ID = re.compile(r"flow-run/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})")
+T = TypeVar("T")
+
+
+def ok(done: subprocess.CompletedProcess[str]) -> subprocess.CompletedProcess[str]:
+    """Assert a command succeeded, showing its output when it did not."""
+    assert done.returncode == 0, f"{done.args}\nstdout:\n{done.stdout}\nstderr:\n{done.stderr}"
+    return done
+
+
+def copy_workflow(tmp_path: Path, name: str, source: Path = REPORT) -> Path:
+    target = tmp_path / name
+    shutil.copytree(source, target)
+    return target
+
+
+def trigger(server: PrefectServer, deployment: str, *params: str) -> UUID:
+    """``prefect deployment run`` and the id of the flow run it created."""
+    args = [PREFECT, "deployment", "run", deployment]
+    for param in params:
+        args += ["--param", param]
+    match = RUN_ID.search(ok(server.run(args)).stdout)
+    assert match, "no flow run id in `prefect deployment run` output"
+    return UUID(match.group(1))
+
+
+def run_worker_once(server: PrefectServer, pool: str, log: Path, timeout: float = 300.0) -> None:
+    """A process worker that runs every due flow run of the pool, waits for them, and exits."""
+    worker = server.spawn([PREFECT, "worker", "start", "--pool", pool, "--run-once"], log=log)
+    try:
+        worker.wait(timeout=timeout)
+    finally:
+        stop_process_group(worker)
+    assert worker.returncode == 0, log.read_text()[-4000:]
+
+
+def with_client(server: PrefectServer, action: Callable[[Any], Awaitable[T]]) -> T:
+    """Run ``action(client)`` against the test server."""
+    from prefect.client.orchestration import get_client
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    async def main() -> T:
+        with temporary_settings(updates={PREFECT_API_URL: server.url}):
+            async with get_client() as client:
+                return await action(client)
+
+    return asyncio.run(main())
+
+
+def flow_run_states(server: PrefectServer, ids: list[UUID]) -> dict[UUID, str]:
+    async def read(client: Any) -> dict[UUID, str]:
+        return {i: (await client.read_flow_run(i)).state.name for i in ids}
+
+    return with_client(server, read)
+
+
+def task_run_states(
+    server: PrefectServer, flow_run_id: UUID, expected: dict[str, str] | int
+) -> dict[str, str]:
+    """``{task run name: state name}`` of the latest attempt of each task run. Task runs are
+    recorded from events, so this polls (up to 30 s) until ``expected`` (the states, or how
+    many) shows up, and returns what it found."""
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+
+    async def read(client: Any) -> dict[str, str]:
+        runs = await client.read_task_runs(
+            flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id]))
+        )
+        latest: dict[str, Any] = {}
+        for run in sorted(runs, key=lambda r: r.start_time or r.expected_start_time or r.created):
+            if run.state is not None:
+                latest[run.name] = run.state.name
+        return latest
+
+    def done(found: dict[str, str]) -> bool:
+        return found == expected if isinstance(expected, dict) else len(found) >= expected
+
+    deadline = time.monotonic() + 30
+    found = with_client(server, read)
+    while not done(found) and time.monotonic() < deadline:
+        time.sleep(1)
+        found = with_client(server, read)
+    return found
+
+
+def keep_first_scheduled_run(server: PrefectServer, deployment: str) -> UUID:
+    """Wait until the deployment's first scheduled run is due, pause the schedule and delete
+    the other scheduled runs, so exactly one schedule firing reaches the worker."""
+    from prefect.client.schemas.filters import DeploymentFilter, DeploymentFilterId
+
+    async def first_due(client: Any) -> UUID:
+        found = await client.read_deployment_by_name(deployment)
+        only = DeploymentFilter(id=DeploymentFilterId(any_=[found.id]))
+        runs = await client.read_flow_runs(deployment_filter=only)
+        first = min((r for r in runs if r.auto_scheduled), key=lambda r: r.expected_start_time)
+        while first.expected_start_time.timestamp() > time.time():
+            await asyncio.sleep(0.5)
+        await client.pause_deployment(found.id)
+        for run in await client.read_flow_runs(deployment_filter=only):
+            if run.auto_scheduled and run.id != first.id and run.state.is_scheduled():
+                await client.delete_flow_run(run.id)
+        return first.id
+
+    return with_client(server, first_due)
+
+
+def retry_like_the_ui(server: PrefectServer, flow_run_id: UUID) -> None:
+    """What the UI's Retry button does: the same flow run back to Scheduled (AwaitingRetry)."""
+    from prefect.states import AwaitingRetry
+
+    async def retry(client: Any) -> None:
+        await client.set_flow_run_state(flow_run_id, AwaitingRetry(message="Retry"), force=True)
+
+    with_client(server, retry)
+
+
+def evidence(workflow: Path, flow_run_id: UUID) -> dict[str, Any]:
+    """What the `write` task's post_run hook recorded for one flow run."""
+    record = workflow / ".folpipe" / "evidence" / f"{flow_run_id}.json"
+    return json.loads(record.read_text())["context"]

@@ -1,0 +1,138 @@
+"""The README's first command as a user meets it: a fresh PREFECT_HOME, Prefect's default
+settings (no raised start-up timeout, no PREFECT_API_URL), so each process starts a temporary
+server whose first start migrates a new database.
+
+* it works the first time, says so in one line, and ends without a traceback (point 1);
+* the temporary server records every task run's final state before it stops, so the API
+  (read back with ``folpipe status --json``) agrees with the run's own report (point 2);
+* the Python API (``run_workflow``, ``folder_to_flow(...)()``) starts it the same way;
+* a server that does not start is FP523 with the hint, exit code 1.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from prefect_folpipe.compile.server import STARTING_LINE
+
+from .server import FOLPIPE
+
+EXAMPLE = Path(__file__).parent.parent.parent / "examples" / "research_report"
+NOISE = ("Traceback", "Error flushing", "ERROR", "Starting temporary server")
+
+pytestmark = [pytest.mark.server, pytest.mark.timeout(600)]
+
+
+def user_env(home: Path) -> dict[str, str]:
+    """What a user's shell has: no Prefect settings but the README's analytics switch."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "FOLPIPE_"))}
+    env.update(PREFECT_HOME=str(home), PREFECT_SERVER_ANALYTICS_ENABLED="false")
+    return env
+
+
+def folpipe(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [FOLPIPE, *args], env=env, capture_output=True, text=True, timeout=300, check=False
+    )
+
+
+def assert_clean(done: subprocess.CompletedProcess[str]) -> None:
+    """One starting line at most, and none of Prefect's tracebacks or flush errors."""
+    output = done.stdout + done.stderr
+    assert output.count(STARTING_LINE) <= 1, output
+    for noise in NOISE:
+        assert noise not in output, f"{noise!r} in:\n{output[-4000:]}"
+
+
+def expected_task_runs(report: dict[str, Any]) -> dict[str, str]:
+    """The task runs a run's report implies: ``{name: state}`` (a loop child runs once per
+    iteration as ``path[i]``; a branch is one task run, Cached when all below it were)."""
+    rows = [row for row in report["tasks"] if row["path"]]
+    paths = [row["path"] for row in rows]
+    states = {"completed": "Completed", "cached": "Cached", "failed": "Failed"}
+    expected: dict[str, str] = {}
+    for row in rows:
+        branch = any(other.startswith(row["path"] + "/") for other in paths)
+        looped = row["iterations"] and not branch
+        names = [f"{row['path']}[{i}]" for i in range(1, row["iterations"] + 1)] if looped else []
+        for name in names or [row["path"]]:
+            expected[name] = states[row["status"]]
+    return expected
+
+
+def test_the_first_run_works_and_the_api_agrees_with_the_report(tmp_path: Path) -> None:
+    workflow = tmp_path / "research_report"
+    shutil.copytree(EXAMPLE, workflow, ignore=shutil.ignore_patterns(".folpipe"))
+    env = user_env(tmp_path / "prefect-home")
+
+    first = folpipe(env, "run", str(workflow), "--json")
+    assert first.returncode == 0, first.stderr[-4000:]
+    assert first.stderr.count(STARTING_LINE) == 1
+    assert_clean(first)
+    report = json.loads(first.stdout)
+    assert report["status"] == "completed" and report["usage"]["model_calls"] > 0
+
+    again = folpipe(env, "run", str(workflow))  # as the README runs it, second time
+    assert again.returncode == 0, again.stderr[-4000:]
+    assert_clean(again)
+    total = len(report["tasks"])
+    assert f"{total} of {total} tasks from checkpoints (--fresh to re-run)" in again.stdout
+    second_id = re.search(r"flow run ([0-9a-f-]{36})", again.stdout).group(1)  # type: ignore[union-attr]
+
+    status = folpipe(env, "status", str(workflow), "--json")
+    assert status.returncode == 0, status.stderr[-4000:]
+    assert_clean(status)
+    runs = {run["flow_run_id"]: run for run in json.loads(status.stdout)["runs"]}
+    assert runs[report["flow_run_id"]]["task_runs"] == expected_task_runs(report)
+    cached = {name: "Cached" for name in expected_task_runs(report)}
+    assert runs[second_id]["task_runs"] == cached
+    assert runs[second_id]["tasks"]["cached"] == runs[second_id]["tasks"]["total"] == len(cached)
+
+
+PYTHON_API = """
+import json, sys
+from prefect_folpipe import folder_to_flow, run_workflow
+result = run_workflow(sys.argv[1])
+final = folder_to_flow(sys.argv[1])(context={"topic": "the python api"})
+print(json.dumps({"status": result.status, "topic": final["topic"]}))
+"""
+
+
+def test_the_python_api_starts_the_server_the_same_way(tmp_path: Path) -> None:
+    workflow = tmp_path / "research_report"
+    shutil.copytree(EXAMPLE, workflow, ignore=shutil.ignore_patterns(".folpipe"))
+    done = subprocess.run(
+        [sys.executable, "-c", PYTHON_API, str(workflow)],
+        env=user_env(tmp_path / "home"),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert json.loads(done.stdout) == {"status": "completed", "topic": "the python api"}
+    assert done.stderr.count(STARTING_LINE) == 1  # the second run reuses the server
+    assert_clean(done)
+
+
+def test_a_server_that_does_not_start_is_a_coded_error(tmp_path: Path) -> None:
+    env = user_env(tmp_path / "home")
+    env["PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"] = "1"  # the user's own choice
+    done = folpipe(env, "run", str(EXAMPLE), "--json")
+    assert done.returncode == 1
+    error = json.loads(done.stdout)["error"]
+    assert error["code"] == "FP523"
+    assert "did not answer within 1 s" in error["message"]
+    assert "PREFECT_API_URL" in error["hint"]
+    plain = folpipe(env, "run", str(EXAMPLE))
+    assert plain.returncode == 1
+    assert "error FP523" in plain.stderr and "Traceback" not in plain.stderr
