@@ -85,6 +85,61 @@ async def sequential_chain_same_work(count: int = 200, storage: str = "") -> lis
     return [await call(f"step_{i}", 0.0) for i in range(count)]
 
 
+def probe(query: str, limit: int = 3) -> dict:
+    """The tool every leaf of the wide tree calls (``trees.python_tool``'s body)."""
+    return {"query": query, "hits": list(range(limit))}
+
+
+@task
+async def tool_leaf(name: str, latency: float) -> str:
+    """A leaf of the wide tree doing folpipe's work: a model call asking for the tool, the
+    tool call, a second model call answering, and its markdown report."""
+    from prefect.artifacts import acreate_markdown_artifact
+
+    await asyncio.sleep(latency)
+    result = await asyncio.to_thread(probe, "prefect")
+    await asyncio.sleep(latency)
+    report = f"# {name}\n\n## Tool calls\n\nprobe: {result}\n\n## Output\n\ndone"
+    await acreate_markdown_artifact(report, key=name.replace("_", "-").replace("/", "-"))
+    return f"{name}: done"
+
+
+@task
+async def bare_leaf(name: str, latency: float) -> str:
+    """The same leaf without its report."""
+    await asyncio.sleep(latency)
+    await asyncio.to_thread(probe, "prefect")
+    await asyncio.sleep(latency)
+    return f"{name}: done"
+
+
+@task
+async def branch_task(index: int, leaves: int, latency: float, storage: str) -> list[str]:
+    """A branch as a parent task run with its leaves nested in it (as folpipe maps one)."""
+    leaf = _checkpointed(tool_leaf, storage) if storage else bare_leaf
+    return await asyncio.gather(*[leaf(f"b{index}/q{i}", latency) for i in range(leaves)])
+
+
+@flow
+async def wide_tree_same_work(
+    branches: int = 10, leaves: int = 99, latency: float = 0.0, storage: str = ""
+) -> list[list[str]]:
+    """Issue 15 point 3: ``branches`` parallel branches (parent task runs) of ``leaves``
+    parallel leaves, each calling its tool, persisting its result and writing its report
+    (``storage=""``: bare, nothing persisted or reported)."""
+    return await asyncio.gather(
+        *[branch_task(b, leaves, latency, storage) for b in range(branches)]
+    )
+
+
+@flow
+async def wide_group_same_work(count: int = 500, latency: float = 0.0, storage: str = ""):
+    """Issue 15 point 3: one parallel group of ``count`` leaves doing folpipe's work
+    (``storage=""``: bare)."""
+    call = _checkpointed(reported_call, storage) if storage else model_call
+    return await asyncio.gather(*[call(f"item_{i}", latency) for i in range(count)])
+
+
 @task(persist_result=True, cache_policy=INPUTS)
 async def llm_call(messages: list[dict[str, Any]], answer: str, turn: int) -> dict[str, Any]:
     """(6) one model call as its own Prefect task (the per-call durability of pydantic-ai's

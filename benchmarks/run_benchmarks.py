@@ -1,13 +1,14 @@
 """Benchmarks of the translator against hand-written Prefect flows and the ideal.
 
-    .venv/bin/python benchmarks/run_benchmarks.py [--only 1,2,3,4,5,6,7] [--json out.json]
-        [--server sqlite|postgres]
+    .venv/bin/python benchmarks/run_benchmarks.py [--only 1,2,...,14] [--repeat N]
+        [--json out.json] [--server sqlite|postgres]
 
 Uses whatever Prefect API the environment selects: the ephemeral SQLite server by default
 (set PREFECT_HOME to a scratch folder), or PREFECT_API_URL; ``--server`` starts a
 ``prefect server`` on SQLite or on a throwaway PostgreSQL and measures against it. Each
-scenario runs once, folpipe and the hand-written flow side by side in the same process, with
-a pause between measurements so the server has finished recording the previous run.
+scenario runs once per repetition, folpipe and the hand-written flow side by side in the same
+process, with a pause between measurements so the server has finished recording the previous
+run. Scenarios 8-14 (issue 15) live in ``scale.py``.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
 
 import handwritten  # noqa: E402
+import scale  # noqa: E402
 import workflows  # noqa: E402
 
 SETTLE_S = float(os.environ.get("BENCH_SETTLE_S", "12"))
@@ -263,6 +265,13 @@ SCENARIOS = {
     "5": bench_cold_start,
     "6": bench_sequential_branches,
     "7": bench_journal,
+    "8": scale.bench_cached_reruns,
+    "9": scale.bench_wide_tree,
+    "10": scale.bench_wide_group,
+    "11": scale.bench_nesting,
+    "12": scale.bench_overhead,
+    "13": scale.bench_cold_server,
+    "14": scale.bench_memory,
 }
 
 
@@ -284,11 +293,18 @@ def on_server(kind: str, argv: list[str]) -> int:
     from tests.deploy.server import start_server
 
     with contextlib.ExitStack() as stack:
-        database = stack.enter_context(running_postgres()).url if kind == "postgres" else None
+        database = None
+        if kind == "postgres":  # durable: as production runs it (fsync on)
+            database = stack.enter_context(running_postgres(durable=True)).url
         server = start_server(database_url=database)
         stack.callback(server.stop)
         print(f"# {kind} server at {server.url} (ready in {server.startup_s:.1f} s)", flush=True)
-        env = {**os.environ, "PREFECT_API_URL": server.url}
+        env = {
+            **os.environ,
+            "PREFECT_API_URL": server.url,
+            "BENCH_SERVER": kind,
+            "BENCH_SERVER_PID": str(server.process.pid),  # scale.py counts its CPU
+        }
         return subprocess.run([sys.executable, __file__, *argv], env=env).returncode
 
 
@@ -315,6 +331,7 @@ def main() -> None:
         for key in args.only.split(","):
             for attempt in range(args.repeat):
                 outcome = SCENARIOS[key.strip()](Path(scratch) / f"{key.strip()}-{attempt}")
+                outcome["server"] = os.environ.get("BENCH_SERVER", "ephemeral")
                 print(json.dumps(outcome, default=float), flush=True)
                 results.append(outcome)
     if args.json_out:

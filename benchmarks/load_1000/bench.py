@@ -1,6 +1,10 @@
 """Benchmark: load + validate a generated 1,000-task workflow folder.
 
-    .venv/bin/python benchmarks/load_1000/bench.py [--tasks 1000] [--repeat 5]
+    .venv/bin/python benchmarks/load_1000/bench.py [--tree issue15|bench] [--repeat 5]
+
+``--tree issue15`` (default): issue 15's tree (``benchmarks/trees.py load_tree``: 1,000 tasks,
+each with a task.yaml with typed outputs and settings, an instructions.md and a one-tool
+python tools.md). ``--tree bench``: the tree below.
 
 The tree: a root with 10 branches of 9 sub-branches of 10 leaves (1,000 tasks with the root),
 every task with a task.yaml (settings, agent overrides, outputs, a skip_if), every leaf with
@@ -12,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -19,7 +24,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from prefect_folpipe.loader import toolsmd
 from prefect_folpipe.validate import load_workflow, validate_workflow
+
+sys.path.insert(0, str(Path(__file__).parent.parent))
+import trees
 
 ROOT_YAML = """\
 name: bench
@@ -128,10 +137,95 @@ def fresh_process(root: Path, pycache: Path | None) -> float:
     return float(out.stdout.strip())
 
 
+def floor(root: Path) -> None:
+    """The least any loader does: walk the folder, read every file, parse every task.yaml
+    with libyaml (the in-process baseline the loader is compared with, same machine state)."""
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    for folder, dirs, files in os.walk(root):
+        dirs.sort()
+        for name in sorted(files):
+            with open(os.path.join(folder, name), "rb") as handle:
+                data = handle.read()
+            if name == "task.yaml":
+                yaml.load(data, Loader=loader)
+
+
+def interleaved(fns: dict[str, object], repeat: int) -> dict[str, tuple[list[float], list[float]]]:
+    """Each function once per round, alternating, so load changes hit them alike."""
+    out: dict[str, tuple[list[float], list[float]]] = {k: ([], []) for k in fns}
+    for _ in range(repeat):
+        for key, fn in fns.items():
+            (wall,), (cpu,) = timed(fn, 1)
+            out[key][0].append(wall)
+            out[key][1].append(cpu)
+    return out
+
+
+def fresh_cli(root: Path) -> tuple[float, float, float, float]:
+    """Wall seconds of ``folpipe validate <root>`` in a new process and of a new interpreter
+    that only imports pydantic and PyYAML (the floor of any such process), then the CPU
+    seconds of each."""
+
+    def wall(cmd: list[str]) -> float:
+        started = time.perf_counter()
+        subprocess.run(cmd, capture_output=True, check=True)
+        return time.perf_counter() - started
+
+    def cpu(cmd: list[str]) -> float:
+        """CPU seconds (user + system) of the child: what load on the machine inflates least."""
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        subprocess.run(cmd, capture_output=True, check=True)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+    validate_cmd = [sys.executable, "-m", "prefect_folpipe", "validate", str(root)]
+    floor_cmd = [sys.executable, "-c", "import pydantic, yaml"]
+    return wall(validate_cmd), wall(floor_cmd), cpu(validate_cmd), cpu(floor_cmd)
+
+
+def issue15(repeat: int) -> int:
+    """Issue 15's tree: load_workflow warm (tools.md parsed before, as in a second load) and
+    first (cache cleared), against the floor; a fresh ``folpipe validate`` process."""
+    med = statistics.median
+    with tempfile.TemporaryDirectory() as tmp:
+        root = trees.load_tree(Path(tmp) / "tree")
+        count = len(load_workflow(root).tasks())
+        assert not validate_workflow(root)
+
+        def first() -> None:
+            getattr(toolsmd, "_PARSED", {}).clear()  # older versions: no cache
+            load_workflow(root)
+
+        runs = interleaved(
+            {"floor": lambda: floor(root), "warm": lambda: load_workflow(root), "first": first},
+            repeat,
+        )
+        clis = [fresh_cli(root) for _ in range(max(3, repeat // 2))]
+    print(f"tasks: {count}  (median of {repeat}, interleaved)")
+    print("                                         wall ms    cpu ms   cpu / floor")
+    floor_cpu = med(runs["floor"][1])
+    for key, label in [
+        ("floor", "floor: read every file + libyaml"),
+        ("warm", "load_workflow, warm"),
+        ("first", "load_workflow, tools.md not cached"),
+    ]:
+        wall, cpu = med(runs[key][0]), med(runs[key][1])
+        print(f"{label:40} {wall * 1e3:8.1f}  {cpu * 1e3:8.1f}  {cpu / floor_cpu:8.2f}")
+    validate, bare, validate_cpu, bare_cpu = (med([c[i] for c in clis]) for i in range(4))
+    print(f"fresh `folpipe validate` {validate * 1e3:24.1f}  {validate_cpu * 1e3:8.1f}")
+    print(f"fresh python importing pydantic + yaml   {bare * 1e3:8.1f}  {bare_cpu * 1e3:8.1f}")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--tree", choices=("issue15", "bench"), default="issue15")
     args = parser.parse_args()
+    if args.tree == "issue15":
+        return issue15(args.repeat)
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "bench"
         count = build(root)

@@ -163,7 +163,7 @@ def summary_rows(rows: Sequence[Mapping[str, Any]], costs: Any = None) -> list[d
                 "output_tokens": row["usage"]["output_tokens"],
                 "cost_usd": cost.get("cost_usd", 0.0),
                 "duration_s": row["duration_s"],
-                "error": _redact(row["error"] or ""),
+                "error": _redact(row["error"]) if row["error"] else "",
             }
         )
     return table
@@ -230,6 +230,40 @@ def _task_report(
     view["tool_log"] = list(getattr(outcome, "tool_log", []) or [])
     key = task_artifact_key(workflow_name, task, phase)
     return key, lambda: render_task(task, label, view), f"folpipe task {label}"
+
+
+def render_restored(label: str, entries: Sequence[Any]) -> str:
+    """Markdown: every task a restored run brought back and the checkpoint it came from."""
+    cached = [entry for entry in entries if entry.status == "cached"]
+    lines = [
+        f"# {label}",
+        "",
+        f"{len(cached)} pass(es) restored from their checkpoints without running; "
+        f"{len(entries) - len(cached)} skipped by `skip_if`, as in the run that wrote them.",
+        "",
+        "| task | status | checkpoint | stored at |",
+        "|---|---|---|---|",
+    ]
+    for entry in entries:
+        lines.append(
+            f"| {_cell(entry.label)} | {entry.status} | {_cell(entry.key or '-')} | "
+            f"{_cell(entry.where or '-')} |"
+        )
+    return "\n".join(lines)
+
+
+def _cell(text: str) -> str:
+    """A table cell of inline code (pipes and backticks cannot break the table)."""
+    return _inline_code(text).replace("|", "\\|")
+
+
+def queue_restored_artifact(
+    workflow_name: str, group: str, label: str, entries: Sequence[Any]
+) -> None:
+    """Queue the markdown artifact of a run restoring tasks of ``group`` from checkpoints."""
+    key = slug(f"{workflow_name}-{group or 'root'}-restored", limit=90)
+    description = f"folpipe: {len(entries)} task(s) restored from checkpoints"
+    _submit(key, "markdown", description, lambda: render_restored(label, entries), _task_run_id())
 
 
 def submit_summary(

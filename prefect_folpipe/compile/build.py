@@ -63,7 +63,9 @@ class WorkflowRun:
             storage=options.storage_for(workflow.root_dir),
             workflow_name=workflow.name,
         )
-        self.executor = TreeExecutor(self.plan, self.tasks, self.runners, self.tracker, self.tags)
+        self.executor = TreeExecutor(
+            self.plan, self.tasks, self.runners, self.tracker, self.tags, restore=options.restore
+        )
 
     async def start(self) -> None:
         """Start the task runners (Dask: the cluster and the services actor) and bind the

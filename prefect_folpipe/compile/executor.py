@@ -2,7 +2,8 @@
 
 ``TreeExecutor`` is the ``groups.Executor`` the execution strategies call back into: it runs
 one child (a pass of a leaf, or a branch run), turns Prefect states into ``Outcome``s and
-applies the child's own failure policy; the strategies apply the group's.
+applies the child's own failure policy; the strategies apply the group's. It also restores
+children from checkpoints without running them (``CheckpointReplay``, ``compile.restore``).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from .leaf import pass_label
 from .plan import Plan
 from .policy import ChildPolicy
 from .report import RunTracker
+from .restore import CheckpointReader, NotRestorable, RecordingTracker, RestoredPass
 from .runner import Runners
 from .server import SETTLE
 from .tags import RunTags
@@ -45,6 +47,8 @@ class TreeExecutor:
         runners: Runners,
         tracker: RunTracker,
         tags: RunTags,
+        *,
+        restore: bool = True,
     ) -> None:
         self.plan = plan
         self.tasks = tasks
@@ -53,6 +57,9 @@ class TreeExecutor:
         self.tags = tags
         self.policy = ChildPolicy(plan.declared_outputs)
         self.warnings: list[str] = []
+        self.restoring = restore
+        """Restore children from checkpoints without a task run each (``--fresh``: no)."""
+        self.reader = CheckpointReader()
         self.gates: ApprovalGates | None = None
         """The run's approval gates (set when the run starts)."""
         self._failed_errors: dict[tuple[str, tuple[int, ...]], list[Any]] = {}
@@ -60,7 +67,13 @@ class TreeExecutor:
         (a failed branch run raises: its return value, the delta, never reaches the parent)."""
 
     async def run_target(self, target: Task, context: dict[str, Any]) -> Outcome:
-        """The task a run starts from (the root, or ``run-task``'s task)."""
+        """The task a run starts from (the root, or ``run-task``'s task): a branch whose
+        every pass comes back from checkpoints is restored as one run."""
+        if target.children:
+            restored = await self.restore_one(target, context, Scope(), start=True)
+            if restored is not None:
+                await self.show_restored(target, Scope(), [(target, restored)])
+                return restored
         self.tracker.start(target.path)
         try:
             answer = await self.gate(target, context, Scope())
@@ -110,8 +123,7 @@ class TreeExecutor:
         merge_delta(ctx, group.delta)
         merge_delta(delta, group.delta)
         if group.iterations is not None:
-            record = self.tracker.records[task.path]
-            record.iterations = (record.iterations or 0) + group.iterations
+            self.tracker.add_iterations(task.path, group.iterations)
         if group.status == "failed":
             return Outcome("failed", delta, group.error)
         if "final" in passes:
@@ -225,6 +237,114 @@ class TreeExecutor:
 
     def iteration_started(self, group: Task, number: int) -> None:
         self.tracker.iteration_started(group.path, number)
+
+    async def restore(
+        self, members: Sequence[Task], context: dict[str, Any], scope: Scope
+    ) -> list[Outcome | None]:
+        """Per member of a wave, its outcome from checkpoints alone (``None``: it runs)."""
+        return [await self.restore_one(child, context, scope) for child in members]
+
+    async def restore_one(
+        self, child: Task, context: dict[str, Any], scope: Scope, *, start: bool = False
+    ) -> Outcome | None:
+        """``child``'s subtree replayed from checkpoints and committed to the tracker, or
+        ``None`` when any pass of it must run (``start``: the run's target)."""
+        if not self.restoring or (start and child.config.approval is not None):
+            return None
+        replay = CheckpointReplay(self)
+        outcome: Outcome | None = None
+        try:
+            if start:
+                replay.tracker.start(child.path)
+                outcome = await replay.run_branch(child, context, scope)
+                replay.tracker.finish(child.path, outcome.status)
+            else:
+                outcome = await replay.run_child(child, context, scope)
+        except* NotRestorable:
+            outcome = None
+        if outcome is None or outcome.status == "failed":
+            return None
+        replay.tracker.commit()
+        for message in replay.warnings:
+            self.warn(message)
+        outcome.restored = tuple(replay.entries)
+        return outcome
+
+    async def show_restored(
+        self, group: Task, scope: Scope, restored: Sequence[tuple[Task, Outcome]]
+    ) -> None:
+        """One ``Cached`` task run for the children restored in ``group``, its artifact
+        listing every task and its checkpoint; their ``handle`` (graph edges) is that run."""
+        entries = [entry for _, outcome in restored for entry in outcome.restored]
+        if not any(entry.status == "cached" for entry in entries):
+            return
+        names = [child.name for child, _ in restored]
+        if restored[0][0] is group:
+            what = "every task"
+        elif len(names) <= 3:
+            what = ", ".join(names)
+        else:
+            what = f"{names[0]} … {names[-1]} ({len(names)} tasks)"
+        label = f"{scope.label(group.path)}: {what} (restored from checkpoints)"
+        state = await self.tasks.restored(group)(
+            label=label, entries=ContextBox(entries), return_state=True
+        )
+        for _, outcome in restored:
+            outcome.handle = state
+
+
+class CheckpointReplay(TreeExecutor):
+    """The executor replaying a subtree from checkpoints: each pass reads the checkpoint its
+    task would reuse (``NotRestorable`` when there is none), branches run in place, and the
+    tracker records changes for the run's tracker to replay once all came back."""
+
+    def __init__(self, real: TreeExecutor) -> None:
+        tracker = RecordingTracker(real.tracker)
+        super().__init__(real.plan, real.tasks, real.runners, tracker, real.tags, restore=False)
+        self.tracker: RecordingTracker = tracker
+        self.policy = real.policy
+        self.reader = real.reader
+        self.entries: list[RestoredPass] = []
+
+    async def agent_pass(
+        self, task: Task, phase: str, context: dict[str, Any], scope: Scope, wait_for: Sequence[Any]
+    ) -> Outcome:
+        label = pass_label(scope.label(task.path), phase)
+        parameters = {
+            "context": ContextBox(context),
+            "label": label,
+            "scope": list(scope.iteration),
+        }
+        _, options = self.tasks.leaf_options(task, phase)
+        hit = await self.reader.read(options, parameters, lambda: self.tasks.leaf(task, phase))
+        if hit is None:
+            raise NotRestorable(task.path)
+        self.entries.append(RestoredPass(task.path, label, "cached", hit.key, hit.where))
+        return Outcome("cached", dict(hit.payload["delta"]))
+
+    async def gate(self, task: Task, context: dict[str, Any], scope: Scope) -> dict[str, Any]:
+        """A task behind an approval gate is not restored: its run asks (or replays) the gate."""
+        if task.config.approval is not None:
+            raise NotRestorable(task.path)
+        return {}
+
+    async def run_child(
+        self, child: Task, context: dict[str, Any], scope: Scope, wait_for: Sequence[Any] = ()
+    ) -> Outcome:
+        outcome = await super().run_child(child, context, scope, wait_for)
+        if outcome.status == "failed":  # e.g. a skip_if that cannot be evaluated
+            raise NotRestorable(child.path)
+        if outcome.status == "skipped":
+            self.entries.append(RestoredPass(child.path, scope.label(child.path), "skipped"))
+        return outcome
+
+    async def _call_branch(
+        self, task: Task, context: dict[str, Any], scope: Scope, wait_for: Sequence[Any]
+    ) -> Outcome:
+        outcome = await self.run_branch(task, context, scope)
+        if outcome.status == "failed":
+            raise NotRestorable(task.path)
+        return Outcome(outcome.status, outcome.delta)
 
 
 def _edge_past_failure(outcome: Outcome) -> Outcome:

@@ -66,6 +66,9 @@ class Outcome:
     """For a graph task skipped because of a failed upstream: that upstream's path."""
     iterations: int | None = None
     """For a loop group: the iterations it ran."""
+    restored: tuple[Any, ...] = ()
+    """For a child restored from checkpoints without running: what came back (the
+    executor's entries, listed by the run that shows the restore)."""
 
     @property
     def failed(self) -> bool:
@@ -84,6 +87,41 @@ class Executor(Protocol):
     def warn(self, message: str) -> None: ...
 
     def iteration_started(self, group: Task, number: int) -> None: ...
+
+
+class Restorer(Protocol):
+    """What an executor may add: children restored from checkpoints without running them
+    (``compile.restore``). Strategies ask before each wave (or, in a graph, before it starts)
+    and show what came back once, before running the rest."""
+
+    async def restore(
+        self, members: Sequence[Task], context: dict[str, Any], scope: Scope
+    ) -> list[Outcome | None]:
+        """Per member, its outcome from checkpoints alone, or ``None`` when it must run."""
+        ...
+
+    async def show_restored(
+        self, group: Task, scope: Scope, restored: Sequence[tuple[Task, Outcome]]
+    ) -> None:
+        """Report restored children (sets their outcomes' ``handle``)."""
+        ...
+
+
+async def _restore(
+    ex: Executor, members: Sequence[Task], ctx: dict[str, Any], scope: Scope
+) -> list[Outcome | None]:
+    restore = getattr(ex, "restore", None)
+    if restore is None:
+        return [None] * len(members)
+    return await restore(members, ctx, scope)  # type: ignore[no-any-return]
+
+
+async def _show(
+    ex: Executor, group: Task, scope: Scope, restored: Sequence[tuple[Task, Outcome]]
+) -> None:
+    show = getattr(ex, "show_restored", None)
+    if show is not None and restored:
+        await show(group, scope, restored)
 
 
 class _FailFast(Exception):
@@ -121,17 +159,22 @@ async def _run_wave(
     ex: Executor,
     scope: Scope,
     fail_fast: bool,
+    restored: Sequence[Outcome | None] = (),
 ) -> tuple[list[Outcome | None], int | None]:
-    """Run ``members`` concurrently on ``ctx``; results and the fail-fast index.
+    """Run ``members`` concurrently on ``ctx``; results and the fail-fast index. Members
+    already ``restored`` from checkpoints keep that outcome and do not run.
 
     Nothing changes ``ctx`` during a wave (results merge after it) and no child writes to its
     input (a leaf works on its own copy, a branch on a child context), so the members share it.
     """
+    results: list[Outcome | None] = list(restored) or [None] * len(members)
+    todo = [(index, child) for index, child in enumerate(members) if results[index] is None]
+    if not todo:
+        return results, None
     if len(members) == 1:
         return [await ex.run_child(members[0], ctx, scope)], None
     workers = group.settings.parallel_workers
     limit = asyncio.Semaphore(workers) if workers else None
-    results: list[Outcome | None] = [None] * len(members)
 
     async def one(index: int, child: Task) -> None:
         async with limit if limit is not None else contextlib.nullcontext():
@@ -140,7 +183,7 @@ async def _run_wave(
         if fail_fast and result.failed:
             raise _FailFast(index)
 
-    first = await _gather_fail_fast([one(index, child) for index, child in enumerate(members)])
+    first = await _gather_fail_fast([one(index, child) for index, child in todo])
     return results, first
 
 
@@ -196,8 +239,14 @@ async def run_waves(
     ctx = child_context(context)
     delta: dict[str, Any] = {}
     failures: list[GroupFailed] = []
+    shown: list[tuple[Task, Outcome]] = []  # restored, not yet shown (at once, before a run)
     for wave_index, wave in enumerate(waves):
-        results, fast = await _run_wave(group, wave, ctx, ex, scope, policy == "fail")
+        restored = await _restore(ex, wave, ctx, scope)
+        shown += [(child, done) for child, done in zip(wave, restored, strict=True) if done]
+        if None in restored:
+            await _show(ex, group, scope, shown)
+            shown = []
+        results, fast = await _run_wave(group, wave, ctx, ex, scope, policy == "fail", restored)
         for child, result in zip(wave, results, strict=True):
             if result is None:
                 continue
@@ -215,6 +264,7 @@ async def run_waves(
             for later in [t for w in waves[wave_index + 1 :] for t in w]:
                 ex.not_run(later, f"not run: '{culprit.path}' failed")
             return Outcome("failed", delta, _fail_error(culprit, results[failed_index]))  # type: ignore[arg-type]
+    await _show(ex, group, scope, shown)
     if failures:
         return Outcome("failed", delta, failures[0])
     return Outcome("completed", delta)
@@ -240,6 +290,7 @@ async def run_graph(
     workers = group.settings.parallel_workers
     limit = asyncio.Semaphore(workers) if workers else None
     fail_fast = group.on_error == "fail"
+    restored = await _restore_graph(group, dag, children, context, ex, scope)
 
     async def node(child: Task) -> None:
         try:
@@ -250,6 +301,9 @@ async def run_graph(
             raise
 
     async def run_node(child: Task) -> None:
+        if child.name in restored:
+            done[child.name].set_result(restored[child.name])
+            return
         ups = {name: await done[name] for name in dag.upstreams[child.name]}
         blocker = next((r for r in ups.values() if r.failed or r.blocked_by), None)
         if blocker is not None:
@@ -282,6 +336,31 @@ async def run_graph(
                 ex.not_run(child, f"not run: '{culprit.path}' failed")
         return Outcome("failed", delta, _fail_error(culprit, done[culprit.name].result()))
     return _settle_graph(group, children, context, done, scope)
+
+
+async def _restore_graph(
+    group: Task,
+    dag: Any,
+    children: Sequence[Task],
+    context: dict[str, Any],
+    ex: Executor,
+    scope: Scope,
+) -> dict[str, Outcome]:
+    """The children restorable from checkpoints before anything runs: in stage order, each
+    whose upstreams all came back (its input is then known), shown at once."""
+    restored: dict[str, Outcome] = {}
+    ordered = sorted(enumerate(children), key=lambda pair: (dag.stages[pair[1].name], pair[0]))
+    for _, child in ordered:
+        if any(name not in restored for name in dag.upstreams[child.name]):
+            continue
+        ctx = child_context(context)
+        for name in dag.ancestors[child.name]:
+            merge_delta(ctx, restored[name].delta)
+        (outcome,) = await _restore(ex, [child], ctx, scope)
+        if outcome is not None:
+            restored[child.name] = outcome
+    await _show(ex, group, scope, [(c, restored[c.name]) for c in children if c.name in restored])
+    return restored
 
 
 def _path_of(children: Sequence[Task], ups: dict[str, Outcome], result: Outcome) -> str:

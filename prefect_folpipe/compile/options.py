@@ -45,6 +45,10 @@ class RunOptions:
     listeners: list[Callable[[str, Any], None]] = field(default_factory=list)
     """Called with ``(event, TaskRecord)`` on every state change (live progress view)."""
     keep_run_record: bool = True
+    restore: bool = True
+    """Restore children whose every pass has a checkpoint without a task run each (one
+    ``Cached`` run per group shows them); ``False`` sends every pass through Prefect's own
+    cache lookup (benchmarks compare the two)."""
     approvals: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Answers to approval gates given ahead (``--approve``, test stubs): ``{task name or path,
     or "" for every gate: {input key: value}}``."""

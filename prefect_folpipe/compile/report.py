@@ -148,8 +148,11 @@ class RunTracker:
         self._emit("iteration", record)
 
     def count_iteration(self, path: str) -> None:
+        self.add_iterations(path, 1)
+
+    def add_iterations(self, path: str, number: int) -> None:
         record = self.records[path]
-        record.iterations = (record.iterations or 0) + 1
+        record.iterations = (record.iterations or 0) + number
 
     def skip_tree(self, task: Task, reason: str | None) -> None:
         """Mark a task and all its descendants skipped (``skip_if`` or a failed upstream)."""

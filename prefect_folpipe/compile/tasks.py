@@ -15,6 +15,8 @@ from prefect.states import Completed
 
 from ..workflow.names import slug
 from ..workflow.tree import Task
+from . import artifacts
+from .background import WRITER
 from .checkpoints import checkpoint_storage
 from .contextops import unbox
 from .leaf import LeafRef, ProcessLocal, leaf_task, task_options
@@ -46,6 +48,8 @@ class PrefectTasks:
         self.executor = ProcessLocal()
         self._leaves: dict[tuple[str, str], PrefectTask[..., Any]] = {}
         self._branches: dict[str, Any] = {}
+        self._restored: dict[str, PrefectTask[..., Any]] = {}
+        self._options: dict[tuple[str, str], tuple[LeafRef, dict[str, Any]]] = {}
 
     def bind(self, spec: RunSpec, runtime: Any, executor: Any) -> None:
         """The run's spec (with its services) and the live objects the bodies call."""
@@ -58,6 +62,16 @@ class PrefectTasks:
         key = (task.path, phase)
         built = self._leaves.get(key)
         if built is None:
+            ref, options = self.leaf_options(task, phase)
+            built = self._leaves[key] = leaf_task(ref, self.runtime, options)
+        return built
+
+    def leaf_options(self, task: Task, phase: str) -> tuple[LeafRef, dict[str, Any]]:
+        """The reference and Prefect options of one pass's task (what restoring from
+        checkpoints reads, without building the task)."""
+        key = (task.path, phase)
+        found = self._options.get(key)
+        if found is None:
             assert self.spec is not None, "bind() the run first"
             creation = self.tags.at_creation(task)  # decides which tags go on late
             ref = LeafRef(self.spec, task.path, phase, tuple(self.tags.late(task)))
@@ -69,14 +83,31 @@ class PrefectTasks:
                 tags=creation,
                 storage=self.storage,
             )
-            built = self._leaves[key] = leaf_task(ref, self.runtime, options)
-        return built
+            found = self._options[key] = (ref, options)
+        return found
 
     def branch(self, task: Task) -> Any:
         """The parent task (``branch_as: task``) or subflow running a branch's children."""
         built = self._branches.get(task.path)
         if built is None:
             built = self._branches[task.path] = self._build_branch(task)
+        return built
+
+    def restored(self, group: Task) -> PrefectTask[..., Any]:
+        """The task run showing children of ``group`` restored from checkpoints (state
+        ``Cached``, an artifact listing each task and its checkpoint)."""
+        built = self._restored.get(group.path)
+        if built is None:
+            creation = self.tags.at_creation(group, "restored")  # decides which go on late
+            late = self.tags.late(group, "restored")
+            built = self._restored[group.path] = PrefectTask(
+                partial(show_restored, self.workflow_name, group.path, self.spec, late),
+                name=f"{group.name} (restored)",
+                task_run_name="{label}",
+                cache_policy=NO_CACHE,
+                persist_result=False,
+                tags=creation,
+            )
         return built
 
     def _build_branch(self, task: Task) -> Any:
@@ -110,3 +141,17 @@ async def run_branch(
     if outcome.status == "cached":  # every task below came from checkpoints: say so in the UI
         return Completed(name="Cached", message=ALL_CACHED, data=outcome)
     return outcome
+
+
+async def show_restored(
+    workflow_name: str, group: str, spec: Any, late_tags: list[str], label: str, entries: Any
+) -> Any:
+    """The body of a restored run: its artifact (queued), then state ``Cached``."""
+    restored = unbox(entries)
+    WRITER.touch()
+    tag_task_run(TaskRunContext.get(), late_tags)
+    if spec is None or spec.artifacts == "all":
+        artifacts.queue_restored_artifact(workflow_name, group, label, restored)
+    cached = sum(1 for entry in restored if entry.status == "cached")
+    message = f"{cached} pass(es) restored from checkpoints, nothing ran"
+    return Completed(name="Cached", message=message)

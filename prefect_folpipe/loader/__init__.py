@@ -86,14 +86,14 @@ class _Builder:
     """Resolves RawTasks top-down into frozen Tasks (children first built, then the parent)."""
 
     def __init__(
-        self, root: Path, raw_root: RawTask, blobs: dict[Path, bytes], *, import_tools: bool
+        self, root: Path, raw_root: RawTask, blobs: dict[str, bytes], *, import_tools: bool
     ) -> None:
         self.root = root
         self.import_tools = import_tools
         self.blobs = blobs
         self.diagnostics: list[Diagnostic] = []
         self.sources: dict[int, SourceMap] = {}
-        self.snippets = Snippets(root)
+        self.snippets = Snippets(root, blobs=blobs)
         self.providers = ProviderTable()
         shared, problems = _tools.shared_tools(root, import_tools=import_tools)
         self.shared_tools: tuple[ToolSpec, ...] = shared
@@ -111,7 +111,7 @@ class _Builder:
         )
         instructions, snippet_files = self._instructions(raw)
         own, problems = _tools.own_tools(
-            raw.folder, raw.entries, raw.path, import_tools=self.import_tools
+            raw.folder, raw.entries, raw.path, import_tools=self.import_tools, blobs=self.blobs
         )
         self._add(problems, raw.path)
         lineage = (*lineage, (raw.path, raw.config, own))

@@ -65,7 +65,7 @@ class Discovery:
         self.files = FolderFiles(self.diagnostics)
 
     @property
-    def blobs(self) -> dict[Path, bytes]:
+    def blobs(self) -> dict[str, bytes]:
         """Bytes of every file read, so content hashes need not read them again."""
         return self.files.blobs
 

@@ -31,7 +31,8 @@ class FolderFiles:
 
     def __init__(self, diagnostics: list[Diagnostic]) -> None:
         self.diagnostics = diagnostics
-        self.blobs: dict[Path, bytes] = {}
+        self.blobs: dict[str, bytes] = {}
+        """Bytes of every file read, by path (``str``), for the content hashes."""
 
     def error(
         self,
@@ -102,7 +103,7 @@ class FolderFiles:
     def read_text(self, file: Path, rel: str, label: str) -> str | None:
         try:
             data = file.read_bytes()
-            self.blobs[file] = data
+            self.blobs[str(file)] = data
             return data.decode("utf-8-sig")
         except UnicodeDecodeError as exc:
             self.error(

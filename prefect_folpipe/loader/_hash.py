@@ -45,20 +45,20 @@ def task_hash(
     snippets: Iterable[Path],
     tools: Iterable[ToolSpec],
     provider: ResolvedProvider | None,
-    blobs: Mapping[Path, bytes] | None = None,
+    blobs: Mapping[str, bytes] | None = None,
 ) -> str:
     """sha256 of everything that decides what this task does (see the module docstring)."""
     digest = hashlib.sha256()
     digest.update(f"path\0{path}\0".encode())
     blobs = blobs or {}
     skipped = SKIPPED_DIRS | ROOT_ONLY_SKIPPED if not path else SKIPPED_DIRS
-    for rel, file in _tree(folder, "", skipped):
-        if isinstance(file, str):  # a directory symlink: its target, not its content
+    for rel, link, file in _tree(str(folder), "", skipped):
+        if link:  # a directory symlink: its target, not its content
             digest.update(f"link\0{rel}\0{file}\0".encode())
         else:
             _add_file(digest, rel, file, blobs)
     for snippet in sorted(set(snippets)):
-        _add_file(digest, f"snippet:{snippet.name}", snippet, blobs)
+        _add_file(digest, f"snippet:{snippet.name}", str(snippet), blobs)
     for tool in sorted(tools, key=lambda t: (t.name, t.owner)):
         digest.update(f"tool\0{tool.name}\0{tool.owner}\0{tool.content_hash}\0".encode())
     if provider is not None:
@@ -70,8 +70,9 @@ def file_digests(folder: Path, *, root: bool = False) -> dict[str, str]:
     """sha256 of each of the task's own files that its hash covers, by relative path (what
     ``folpipe plan`` compares to say which file changed); a directory symlink by its target."""
     out = {}
-    for rel, file in _tree(folder, "", SKIPPED_DIRS | ROOT_ONLY_SKIPPED if root else SKIPPED_DIRS):
-        if isinstance(file, str):
+    skipped = SKIPPED_DIRS | ROOT_ONLY_SKIPPED if root else SKIPPED_DIRS
+    for rel, link, file in _tree(str(folder), "", skipped):
+        if link:
             out[rel] = f"link:{file}"
             continue
         out[rel] = hashlib.sha256(_read(file)).hexdigest()
@@ -95,9 +96,10 @@ def provider_blob(provider: ResolvedProvider) -> bytes:
     return blob
 
 
-def _tree(folder: Path, rel: str, skipped: frozenset[str]) -> Iterator[tuple[str, Path | str]]:
-    """``(relative path, file)`` for every file below ``folder`` in name order;
-    ``(relative path, target)`` for a directory symlink."""
+def _tree(folder: str, rel: str, skipped: frozenset[str]) -> Iterator[tuple[str, bool, str]]:
+    """``(relative path, False, file)`` for every file below ``folder`` in name order;
+    ``(relative path, True, target)`` for a directory symlink (paths as strings: no ``Path``
+    objects in this loop, which runs once per file of the workflow)."""
     try:
         with os.scandir(folder) as it:
             entries = sorted(it, key=lambda e: e.name)
@@ -111,17 +113,17 @@ def _tree(folder: Path, rel: str, skipped: frozenset[str]) -> Iterator[tuple[str
         try:
             is_dir = entry.is_dir()
             if is_dir and entry.is_symlink():
-                yield where, os.readlink(entry.path)
+                yield where, True, os.readlink(entry.path)
             elif is_dir:
                 if name not in skipped:
-                    yield from _tree(Path(entry.path), where, SKIPPED_DIRS)
+                    yield from _tree(entry.path, where, SKIPPED_DIRS)
             elif entry.is_file():
-                yield where, Path(entry.path)
+                yield where, False, entry.path
         except OSError:
             continue
 
 
-def _add_file(digest: hashlib._Hash, rel: str, file: Path, blobs: Mapping[Path, bytes]) -> None:
+def _add_file(digest: hashlib._Hash, rel: str, file: str, blobs: Mapping[str, bytes]) -> None:
     data = blobs.get(file)
     if data is None:
         data = _read(file)
@@ -129,11 +131,12 @@ def _add_file(digest: hashlib._Hash, rel: str, file: Path, blobs: Mapping[Path, 
     digest.update(data)
 
 
-def _read(file: Path) -> bytes:
+def _read(file: str) -> bytes:
     try:
-        stat = file.stat()
+        stat = os.stat(file)
         if stat.st_size > LARGE_FILE:
             return f"\0large\0{stat.st_size}\0{stat.st_mtime_ns}".encode()
-        return file.read_bytes()
+        with open(file, "rb") as handle:
+            return handle.read()
     except OSError:
         return b"\0unreadable"

@@ -64,6 +64,8 @@ class Snippets:
     cache: dict[str, str | None] = field(default_factory=dict)
     used: dict[str, Path] = field(default_factory=dict)
     """Every snippet read so far, by name (for content hashes)."""
+    blobs: dict[str, bytes] = field(default_factory=dict)
+    """The bytes of each snippet read, by path (content hashes read no file twice)."""
 
     @property
     def folder(self) -> Path:
@@ -82,8 +84,10 @@ class Snippets:
         if name not in self.cache:
             path = self.folder / f"{name}.md"
             try:
-                self.cache[name] = path.read_bytes().decode("utf-8-sig")
+                data = path.read_bytes()
+                self.cache[name] = data.decode("utf-8-sig")
                 self.used[name] = path
+                self.blobs[str(path)] = data
             except (OSError, UnicodeDecodeError):
                 self.cache[name] = None
         return self.cache[name]

@@ -21,7 +21,12 @@ Lineage = Sequence[tuple[str, TaskConfig, tuple[ToolSpec, ...]]]
 
 
 def own_tools(
-    folder: Path, entries: frozenset[str], path: str, *, import_tools: bool = True
+    folder: Path,
+    entries: frozenset[str],
+    path: str,
+    *,
+    import_tools: bool = True,
+    blobs: dict[str, bytes] | None = None,
 ) -> tuple[tuple[ToolSpec, ...], list[Diagnostic]]:
     """A task's tools.md + tools/*.py, and beside a SKILL.md its scripts/*.py (the Agent
     Skills folder for code; a name tools.md or tools/ defines wins). Their code is only read,
@@ -29,7 +34,7 @@ def own_tools(
     tools: list[ToolSpec] = []
     diagnostics: list[Diagnostic] = []
     if "tools.md" in entries or "tools" in entries:
-        found, problems = discover_tools(folder, owner=path, import_tools=import_tools)
+        found, problems = discover_tools(folder, owner=path, import_tools=import_tools, blobs=blobs)
         tools, diagnostics = list(found), list(problems)
     if "scripts" in entries and "SKILL.md" in entries:
         found, problems = discover_module_tools(

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import ast
+import os
 from pathlib import Path
 
 from ..errors import Diagnostic, did_you_mean
@@ -38,9 +39,10 @@ def check_hooks(task_dir: str | Path, *, owner: str) -> list[Diagnostic]:
     (warning, with a did-you-mean); FP228 a Python hook defining neither ``run`` nor a class
     (error).
     """
-    folder = Path(task_dir) / "hooks"
-    if not folder.is_dir():
+    hooks_dir = os.path.join(task_dir, "hooks")
+    if not os.path.isdir(hooks_dir):  # most tasks: no Path objects for them
         return []
+    folder = Path(hooks_dir)
     diagnostics: list[Diagnostic] = []
     known = [f"{stage}{suffix}" for stage in STAGES for suffix in SUFFIXES]
     for stage in STAGES:

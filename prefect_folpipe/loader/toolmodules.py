@@ -6,6 +6,7 @@ and ``discover_tools`` gives a task's own tools (tools.md + tools/, tools/ wins 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -29,11 +30,11 @@ def discover_module_tools(
 
     ``quiet``: a module that does not mention ``@tool`` is not imported, and one without a tool
     is not reported (``scripts/`` beside a SKILL.md also holds plain scripts)."""
-    folder = Path(tools_dir)
     tools: list[ToolSpec] = []
     diagnostics: Diagnostics = []
-    if not folder.is_dir():
+    if not os.path.isdir(tools_dir):
         return tools, diagnostics
+    folder = Path(tools_dir)
     digest = tools_dir_digest(folder)
     seen: dict[str, ToolSpec] = {}
     for file in sorted(folder.glob("*.py")):
@@ -132,9 +133,7 @@ def _static_tools_of_module(
         except ToolDefinitionError as exc:
             diagnostics.append(diagnostic("FP216", str(exc), file, line, owner, SIGNATURE_HINT))
             continue
-        tools.append(
-            _spec_of(file, function.name, meta, line, schema, description, digest, owner)
-        )
+        tools.append(_spec_of(file, function.name, meta, line, schema, description, digest, owner))
     if not tools and not diagnostics:
         diagnostics = _no_tools(file, owner)
     return tools, diagnostics
@@ -232,19 +231,25 @@ def _spec_of(
 
 
 def discover_tools(
-    task_dir: str | Path, *, owner: str, import_tools: bool = True
+    task_dir: str | Path,
+    *,
+    owner: str,
+    import_tools: bool = True,
+    blobs: dict[str, bytes] | None = None,
 ) -> tuple[list[ToolSpec], Diagnostics]:
     """A task's own tools: tools.md plus tools/*.py; a tools/ tool wins a name clash.
-    ``import_tools=False`` reads the code without running it (``folpipe validate``)."""
-    folder = Path(task_dir)
+    ``import_tools=False`` reads the code without running it (``folpipe validate``); the
+    bytes of tools.md go into ``blobs`` (see ``parse_tools_md``)."""
     diagnostics: Diagnostics = []
     md_tools: list[ToolSpec] = []
-    tools_md = folder / "tools.md"
-    if tools_md.is_file():
-        md_tools, problems = parse_tools_md(tools_md, owner=owner, import_tools=import_tools)
+    tools_md = os.path.join(task_dir, "tools.md")
+    if os.path.isfile(tools_md):
+        md_tools, problems = parse_tools_md(
+            tools_md, owner=owner, import_tools=import_tools, blobs=blobs
+        )
         diagnostics.extend(problems)
     module_tools, problems = discover_module_tools(
-        folder / "tools", owner=owner, import_tools=import_tools
+        os.path.join(task_dir, "tools"), owner=owner, import_tools=import_tools
     )
     diagnostics.extend(problems)
     overriding = {spec.name: spec for spec in module_tools}

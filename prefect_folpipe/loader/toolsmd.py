@@ -8,6 +8,7 @@ function; with ``import_tools=False`` (``folpipe validate``) they are only read
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -34,16 +35,54 @@ from .toolsection import Source, spec_of
 
 
 def parse_tools_md(
-    path: str | Path, *, owner: str, import_tools: bool = True
+    path: str | Path,
+    *,
+    owner: str,
+    import_tools: bool = True,
+    blobs: dict[str, bytes] | None = None,
 ) -> tuple[list[ToolSpec], Diagnostics]:
     """Parse a tools.md file into ToolSpecs; every problem becomes a diagnostic.
 
-    ``import_tools=False`` reads python code blocks without executing them."""
+    ``import_tools=False`` reads python code blocks without executing them. The file's bytes
+    go into ``blobs`` (by path) for the content hash. A file whose stat (inode, size, times)
+    is unchanged since it was last parsed in this process is not read again: its tools and
+    diagnostics come from the cache (loading a big workflow twice, ``folpipe serve``)."""
     file = Path(path)
+    name = str(file)
     try:
-        text = file.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as exc:
+        stat = os.stat(name)
+    except OSError as exc:
         return [], [diagnostic("FP217", f"cannot read tools.md: {exc}", file, None, owner)]
+    stamp = (stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
+    key = (name, owner, import_tools)
+    hit = _PARSED.get(key)
+    if hit is not None and hit[0] == stamp:
+        _, data, tools, diagnostics = hit
+    else:
+        try:
+            with open(name, "rb") as handle:
+                data = handle.read()
+            text = data.decode("utf-8-sig")
+        except (OSError, UnicodeDecodeError) as exc:
+            return [], [diagnostic("FP217", f"cannot read tools.md: {exc}", file, None, owner)]
+        tools, diagnostics = _parse_text(text, file, owner, import_tools)
+        if len(_PARSED) >= MAX_PARSED:
+            _PARSED.clear()
+        _PARSED[key] = (stamp, data, tools, diagnostics)
+    if blobs is not None:
+        blobs[name] = data
+    return list(tools), list(diagnostics)
+
+
+MAX_PARSED = 8192
+_PARSED: dict[tuple[str, str, bool], tuple[tuple[int, ...], bytes, list[ToolSpec], Diagnostics]]
+_PARSED = {}
+"""(file, owner, import_tools) -> (its stat when parsed, its bytes, tools, diagnostics)."""
+
+
+def _parse_text(
+    text: str, file: Path, owner: str, import_tools: bool
+) -> tuple[list[ToolSpec], Diagnostics]:
     tools: list[ToolSpec] = []
     diagnostics: Diagnostics = []
     seen: dict[str, int] = {}

@@ -35,8 +35,8 @@ from ..workflow.toolschema import (
     UNKNOWN_DEFAULT,
     Param,
     ToolDefinitionError,
-    build_schema,
     keyword_only_error,
+    parameters_schema,
     parse_docstring,
 )
 
@@ -232,11 +232,10 @@ def static_schema(
     if pairs and _is_context(pairs[0][0]):
         pairs = pairs[1:]
     params = [
-        Param(arg.arg, annotation_type(arg.annotation), _default(default))
-        for arg, default in pairs
+        Param(arg.arg, annotation_type(arg.annotation), _default(default)) for arg, default in pairs
     ]
     doc = parse_docstring(ast.get_docstring(node))
-    _, schema = build_schema(
+    schema = parameters_schema(
         node.name, params, doc, descriptions, accepts_extra=args.kwarg is not None
     )
     meta = function.meta

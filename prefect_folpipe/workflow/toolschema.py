@@ -11,6 +11,7 @@ left out of the schema.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import re
 import types
@@ -100,9 +101,15 @@ class FunctionSchema:
     """Docstring summary ("" when there is none)."""
     wants_context: bool
     is_async: bool
-    arg_model: type[BaseModel]
+    model_factory: Callable[[], type[BaseModel]]
+    """Builds the arguments' model on first use (loading a workflow needs only the schema)."""
     names: tuple[str, ...]
     accepts_extra: bool = False
+
+    @functools.cached_property
+    def arg_model(self) -> type[BaseModel]:
+        """The pydantic model that binds (and coerces) the model's arguments."""
+        return self.model_factory()
 
     def bind(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
         """Validate and coerce the model's arguments into keyword arguments for the function."""
@@ -151,15 +158,18 @@ def function_schema(
             raise keyword_only_error(param.name, target.__name__)
         default = ... if param.default is inspect.Parameter.empty else param.default
         entries.append(Param(param.name, hints.get(param.name, Any), default))
-    model, parameters = build_schema(
+    parameters = parameters_schema(
         target.__name__, entries, doc, descriptions, accepts_extra=accepts_extra
+    )
+    factory = functools.partial(
+        argument_model, target.__name__, entries, doc, descriptions, accepts_extra=accepts_extra
     )
     return FunctionSchema(
         parameters=parameters,
         description=doc.summary,
         wants_context=wants_context,
         is_async=inspect.iscoroutinefunction(target),
-        arg_model=model,
+        model_factory=factory,
         names=tuple(entry.name for entry in entries),
         accepts_extra=accepts_extra,
     )
@@ -195,30 +205,137 @@ def build_schema(
     accepts_extra: bool = False,
 ) -> tuple[type[BaseModel], dict[str, Any]]:
     """The argument model and JSON Schema of a function's parameters (pydantic)."""
-    extra_descriptions = dict(descriptions or {})
+    model = argument_model(function, params, doc, descriptions, accepts_extra=accepts_extra)
+    schema = parameters_schema(function, params, doc, descriptions, accepts_extra=accepts_extra)
+    return model, schema
+
+
+def argument_model(
+    function: str,
+    params: list[Param],
+    doc: ParsedDocstring,
+    descriptions: Mapping[str, str] | None = None,
+    *,
+    accepts_extra: bool = False,
+) -> type[BaseModel]:
+    """The pydantic model of a function's parameters: fields ``p0``.. aliased to the names."""
+    named = [(param.name, _description(param.name, doc, descriptions)) for param in params]
+    return _model(function, params, named, accepts_extra)
+
+
+def parameters_schema(
+    function: str,
+    params: list[Param],
+    doc: ParsedDocstring,
+    descriptions: Mapping[str, str] | None = None,
+    *,
+    accepts_extra: bool = False,
+) -> dict[str, Any]:
+    """The JSON Schema of a function's parameters, exactly as pydantic generates it.
+
+    Generating it costs a pydantic model (2-5 ms a tool); tools repeat a few shapes
+    (``query: str, limit: int = 10``), so the schema of each *shape* (the parameters' types
+    and defaults, not their names or descriptions) is generated once and renamed. pydantic
+    sorts each property's keys, so adding a description and sorting again gives its own
+    output. A shape that cannot be hashed, or whose types bring a description of their own,
+    is generated as it is."""
+    named = [(param.name, _description(param.name, doc, descriptions)) for param in params]
+    try:
+        shape: Any = (tuple((p.annotation, _default_key(p.default)) for p in params), accepts_extra)
+        base = _SHAPES.get(shape)
+    except TypeError:  # an unhashable annotation or default
+        shape, base = None, None
+    if base is None:
+        base = _schema(function, params, None, accepts_extra)
+        if shape is not None and len(_SHAPES) < MAX_SHAPES:
+            _SHAPES[shape] = base
+    schema = _renamed(base, named)
+    if schema is None:
+        schema = _schema(function, params, named, accepts_extra)
+    for param in params:
+        if param.default is UNKNOWN_DEFAULT:
+            schema["properties"].get(param.name, {}).pop("default", None)
+    return schema
+
+
+MAX_SHAPES = 4096
+_SHAPES: dict[Any, dict[str, Any]] = {}
+"""Parameter shape -> its schema with placeholder names ``a0``.. and no descriptions."""
+
+Named = list[tuple[str, str | None]]
+"""Each parameter's name and description, in order."""
+
+
+def _default_key(default: Any) -> Any:
+    if default is ... or default is UNKNOWN_DEFAULT:
+        return default
+    return (type(default), repr(default))
+
+
+def _description(name: str, doc: ParsedDocstring, extra: Mapping[str, str] | None) -> str | None:
+    return doc.params.get(name) or (extra or {}).get(name) or None
+
+
+def _model(
+    function: str, params: list[Param], named: Named | None, accepts_extra: bool
+) -> type[BaseModel]:
+    """pydantic's model of ``params`` (placeholder aliases, no descriptions unless ``named``)."""
     fields: dict[str, Any] = {}
-    unknown_defaults: list[str] = []
     for index, param in enumerate(params):
-        description = doc.params.get(param.name) or extra_descriptions.get(param.name)
-        default = param.default
-        if default is UNKNOWN_DEFAULT:
-            unknown_defaults.append(param.name)
-            default = None
+        alias, description = named[index] if named else (f"a{index}", None)
+        default = None if param.default is UNKNOWN_DEFAULT else param.default
         fields[f"p{index}"] = (
             param.annotation,
-            Field(default, alias=param.name, description=description or None),
+            Field(default, alias=alias, description=description),
         )
     config = ConfigDict(extra="allow" if accepts_extra else "forbid", arbitrary_types_allowed=True)
     try:
-        model = create_model(f"{function}_arguments", __config__=config, **fields)
-        schema = clean_schema(model.model_json_schema(by_alias=True))
+        return create_model(f"{function}_arguments", __config__=config, **fields)
     except Exception as exc:
         raise ToolDefinitionError(
             f"cannot build a JSON schema for {function}(): {type(exc).__name__}: {exc}"
         ) from exc
-    for name in unknown_defaults:
-        schema["properties"].get(name, {}).pop("default", None)
-    return model, schema
+
+
+def _schema(
+    function: str, params: list[Param], named: Named | None, accepts_extra: bool
+) -> dict[str, Any]:
+    model = _model(function, params, named, accepts_extra)
+    try:
+        return clean_schema(model.model_json_schema(by_alias=True))
+    except Exception as exc:
+        raise ToolDefinitionError(
+            f"cannot build a JSON schema for {function}(): {type(exc).__name__}: {exc}"
+        ) from exc
+
+
+def _copied(node: Any) -> Any:
+    """A copy of JSON data (dicts and lists copied, leaves shared: faster than deepcopy)."""
+    if isinstance(node, dict):
+        return {key: _copied(value) for key, value in node.items()}
+    if isinstance(node, list):
+        return [_copied(value) for value in node]
+    return node
+
+
+def _renamed(base: dict[str, Any], named: Named) -> dict[str, Any] | None:
+    """The shape's schema with the real names and descriptions (``None`` when a property
+    already has a description of its own: pydantic decides how the two combine)."""
+    schema = _copied(base)
+    names = {f"a{index}": name for index, (name, _) in enumerate(named)}
+    descriptions = {f"a{index}": text for index, (_, text) in enumerate(named)}
+    properties: dict[str, Any] = {}
+    for key, prop in schema.get("properties", {}).items():
+        description = descriptions.get(key)
+        if description is not None:
+            if "description" in prop:
+                return None
+            prop = dict(sorted({**prop, "description": description}.items()))
+        properties[names.get(key, key)] = prop
+    schema["properties"] = properties
+    if "required" in schema:
+        schema["required"] = [names.get(key, key) for key in schema["required"]]
+    return schema
 
 
 def signature_first(signature: inspect.Signature) -> str | None:

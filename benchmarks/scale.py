@@ -1,0 +1,386 @@
+"""Issue 15's scenarios: cached re-runs, big trees against hand-written flows, deep nesting,
+the per-task overhead, cold starts and memory. ``run_benchmarks.py`` runs them (8-14).
+
+Every measurement is wall-clock time plus the CPU time of this process and of the Prefect
+server process(es) (``Meter``): on a machine shared with other work the CPU seconds move much
+less than the wall clock, so both are recorded and ratios are taken side by side in one
+process, with the usual settle time between runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+HERE = Path(__file__).parent
+sys.path.insert(0, str(HERE))
+
+import handwritten  # noqa: E402
+import trees  # noqa: E402
+import workflows  # noqa: E402
+
+SETTLE_S = float(os.environ.get("BENCH_SETTLE_S", "12"))
+
+
+IDLE_CPU = float(os.environ.get("BENCH_IDLE_CPU", "0.1"))
+"""Server CPU seconds per second below which the server counts as idle."""
+
+
+def settle(limit_s: float = 180.0) -> None:
+    """The settle time, then until the server has caught up with the last run's events (its
+    CPU under ``IDLE_CPU`` s per second, at most ``limit_s``): on a loaded machine a fixed
+    sleep left a 1,000-task run's backlog to the next measurement."""
+    time.sleep(SETTLE_S)
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        servers = server_processes()
+        before = _cpu(servers)
+        time.sleep(1.0)
+        if _cpu(servers) - before < IDLE_CPU:
+            return
+
+
+def server_processes() -> list[psutil.Process]:
+    """The Prefect server(s) this process talks to: its temporary server (a child process),
+    or the one ``BENCH_SERVER_PID`` names (started by ``run_benchmarks.py --server``)."""
+    pid = os.environ.get("BENCH_SERVER_PID")
+    root = psutil.Process(int(pid)) if pid else psutil.Process()
+    found = [root] if pid else []
+    with contextlib.suppress(psutil.Error):
+        found += root.children(recursive=True)
+    return found
+
+
+def _cpu(processes: list[psutil.Process]) -> float:
+    total = 0.0
+    for process in processes:
+        try:
+            times = process.cpu_times()
+        except psutil.Error:
+            continue
+        total += times.user + times.system
+    return total
+
+
+class Meter:
+    """Wall seconds, this process's CPU seconds and the server's, of one measured call."""
+
+    def __init__(self) -> None:
+        self.servers = server_processes()
+
+    def measure(self, fn: Callable[[], Any]) -> tuple[dict[str, float], Any]:
+        self.servers = server_processes()  # a temporary server may have started since
+        wall, cpu, server = time.perf_counter(), time.process_time(), _cpu(self.servers)
+        value = fn()
+        return {
+            "wall_s": time.perf_counter() - wall,
+            "cpu_s": time.process_time() - cpu,
+            "server_cpu_s": _cpu(self.servers) - server,
+        }, value
+
+
+def run_folpipe(path: Path, meter: Meter, **options: Any) -> tuple[dict[str, float], Any]:
+    """One ``run_workflow`` until it returns; ``artifacts_s``: how much longer the background
+    writer took to write the run's reports."""
+    from prefect_folpipe.compile import RunOptions, flush_artifacts, run_workflow
+
+    numbers, result = meter.measure(lambda: run_workflow(path, options=RunOptions(**options)))
+    started = time.perf_counter()
+    flush_artifacts()
+    numbers["artifacts_s"] = time.perf_counter() - started
+    numbers["status"] = result.status  # type: ignore[assignment]
+    if result.status != "completed":
+        numbers["error"] = str(result.error)[:500]  # type: ignore[assignment]
+    return numbers, result
+
+
+def run_hand(flow_call: Callable[[], Any], meter: Meter) -> dict[str, float]:
+    numbers, _ = meter.measure(lambda: asyncio.run(flow_call()))
+    return numbers
+
+
+def _ratio(a: dict[str, float], b: dict[str, float]) -> dict[str, float]:
+    return {
+        "wall": round(a["wall_s"] / b["wall_s"], 3),
+        "cpu": round((a["cpu_s"] + a["server_cpu_s"]) / (b["cpu_s"] + b["server_cpu_s"]), 3),
+    }
+
+
+# -- (8) cached re-runs ---------------------------------------------------------------------
+
+
+def _edit_one_leaf(folder: Path) -> Path:
+    """Reword the instructions of one leaf deep in the tree (its answer stays the same)."""
+    leaves = sorted(folder.glob("subtasks/**/instructions.md"))
+    target = leaves[len(leaves) // 2]
+    target.write_text(target.read_text() + "\nReworded.\n")
+    return target
+
+
+def bench_cached_reruns(scratch: Path) -> dict[str, Any]:
+    """(8) A re-run with nothing changed, and after editing one leaf, against the first run
+    (zero model latency): the 200-task chain and the 1,000-task tree (tools called)."""
+    meter = Meter()
+    out: dict[str, Any] = {"name": "(8) cached re-runs, zero latency", "ok": True}
+    shapes = {
+        "chain_200": lambda: workflows.sequential_chain(scratch / "chain"),
+        "tree_1000": lambda: trees.wide_tree(scratch / "tree"),
+    }
+    for label, make in shapes.items():
+        folder = make()
+        settle()
+        first, _ = run_folpipe(folder, meter, fresh=True)
+        settle()
+        cached, result = run_folpipe(folder, meter)
+        settle()
+        through_prefect, _ = run_folpipe(folder, meter, restore=False)
+        edited_file = _edit_one_leaf(folder)
+        settle()
+        edited, edited_result = run_folpipe(folder, meter)
+        reran = [row["path"] for row in edited_result.tasks if row["status"] == "completed"]
+        out[label] = {
+            "first": first,
+            "cached": cached,
+            "cached_through_prefect": through_prefect,
+            "one_leaf_edited": edited,
+            "edited": str(edited_file.relative_to(folder)),
+            "rerun_after_edit": reran,
+            "cached_vs_first": _ratio(cached, first),
+            "cached_through_prefect_vs_first": _ratio(through_prefect, first),
+            "edited_vs_first": _ratio(edited, first),
+        }
+        out["ok"] = out["ok"] and {row["status"] for row in result.tasks} <= {"cached"}
+    return out
+
+
+# -- (9) big trees against hand-written flows -----------------------------------------------
+
+
+def _storage(scratch: Path) -> str:
+    return str(scratch / "hand" / ".folpipe" / "results")
+
+
+def bench_wide_tree(scratch: Path) -> dict[str, Any]:
+    """(9) 10 branches x 99 leaves, each leaf calls a tool: folpipe vs the hand-written flow
+    doing the same work (a parent task run per branch, persisted results, a report per
+    leaf) and the bare one, zero model latency."""
+    meter = Meter()
+    folder = trees.wide_tree(scratch / "tree")
+    settle()
+    folpipe, result = run_folpipe(folder, meter, fresh=True)
+    settle()
+    same = run_hand(lambda: handwritten.wide_tree_same_work(10, 99, 0.0, _storage(scratch)), meter)
+    settle()
+    bare = run_hand(lambda: handwritten.wide_tree_same_work(10, 99, 0.0, ""), meter)
+    return {
+        "name": "(9) 1,000-task tree (10 x 99, tools called), zero latency",
+        "folpipe": folpipe,
+        "hand_same_work": same,
+        "hand_bare": bare,
+        "folpipe_vs_same_work": _ratio(folpipe, same),
+        "folpipe_vs_bare": _ratio(folpipe, bare),
+        "tool_calls": sum(row["tool_calls"] for row in result.tasks),
+        "ok": result.status == "completed",
+    }
+
+
+def bench_wide_group(scratch: Path, count: int = 500) -> dict[str, Any]:
+    """(10) One parallel group of 500 leaves: folpipe vs hand-written (same work, bare)."""
+    meter = Meter()
+    folder = trees.wide_group(scratch / "group", count)
+    settle()
+    folpipe, result = run_folpipe(folder, meter, fresh=True)
+    settle()
+    same = run_hand(lambda: handwritten.wide_group_same_work(count, 0.0, _storage(scratch)), meter)
+    settle()
+    bare = run_hand(lambda: handwritten.wide_group_same_work(count, 0.0, ""), meter)
+    return {
+        "name": f"(10) {count}-wide parallel group, zero latency",
+        "folpipe": folpipe,
+        "hand_same_work": same,
+        "hand_bare": bare,
+        "folpipe_vs_same_work": _ratio(folpipe, same),
+        "folpipe_vs_bare": _ratio(folpipe, bare),
+        "ok": result.status == "completed",
+    }
+
+
+def bench_nesting(scratch: Path, depth: int = 200) -> dict[str, Any]:
+    """(11) 200 levels of nesting run (a branch run per level and a leaf at the bottom)."""
+    meter = Meter()
+    folder = trees.nested(scratch / "nested", depth)
+    settle()
+    numbers, result = run_folpipe(folder, meter, fresh=True)
+    error = str(result.error)[:300] if result.error else None
+    return {
+        "name": f"(11) {depth} levels of nesting",
+        "folpipe": numbers,
+        "status": result.status,
+        "error": error,
+        "ok": result.status == "completed",
+    }
+
+
+# -- (12) per-task overhead -----------------------------------------------------------------
+
+
+def bench_overhead(scratch: Path, count: int = 200) -> dict[str, Any]:
+    """(12) What one task costs, from the 200-task chain at zero latency: a bare Prefect task
+    run, a persisted result (checkpoint), a markdown artifact written inline, and folpipe's
+    own work (folpipe without artifacts minus the checkpointed hand-written flow)."""
+    meter = Meter()
+    folder = workflows.sequential_chain(scratch / "chain", count)
+    storage = _storage(scratch)
+    rows: dict[str, dict[str, float]] = {}
+    runs: list[tuple[str, Callable[[], dict[str, float]]]] = [
+        ("hand_bare", lambda: run_hand(lambda: handwritten.sequential_chain(count), meter)),
+        (
+            "hand_checkpointed",
+            lambda: run_hand(
+                lambda: handwritten.sequential_chain_checkpointed(count, storage), meter
+            ),
+        ),
+        (
+            "hand_same_work",
+            lambda: run_hand(lambda: handwritten.sequential_chain_same_work(count, storage), meter),
+        ),
+        (
+            "folpipe_no_artifacts",
+            lambda: run_folpipe(folder, meter, fresh=True, artifacts="none")[0],
+        ),
+        ("folpipe_defaults", lambda: run_folpipe(folder, meter, fresh=True)[0]),
+    ]
+    for label, go in runs:
+        settle()
+        rows[label] = go()
+
+    def per_task(a: str, b: str | None = None) -> dict[str, float]:
+        base = rows[b] if b else {"wall_s": 0.0, "cpu_s": 0.0, "server_cpu_s": 0.0}
+        return {
+            key: round((rows[a][key] - base[key]) / count * 1000, 2)
+            for key in ("wall_s", "cpu_s", "server_cpu_s")
+        }
+
+    return {
+        "name": f"(12) per-task overhead ({count}-task chain, zero latency), ms per task",
+        "runs": rows,
+        "prefect_task_run_ms": per_task("hand_bare"),
+        "checkpoint_write_ms": per_task("hand_checkpointed", "hand_bare"),
+        "artifact_inline_ms": per_task("hand_same_work", "hand_checkpointed"),
+        "folpipe_own_work_ms": per_task("folpipe_no_artifacts", "hand_checkpointed"),
+        "folpipe_artifacts_ms": per_task("folpipe_defaults", "folpipe_no_artifacts"),
+        "ok": True,
+    }
+
+
+# -- (13) cold start with a running server vs the temporary one -----------------------------
+
+
+def _cold(cmd: list[str], env: dict[str, str]) -> float:
+    started = time.perf_counter()
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"{cmd} failed: {done.stderr[-2000:]}")
+    return time.perf_counter() - started
+
+
+def bench_cold_server(scratch: Path, repeats: int = 3) -> dict[str, Any]:
+    """(13) ``folpipe run --json`` of a one-task workflow in a new process: against a running
+    server (``PREFECT_API_URL``) and with the temporary one it starts itself."""
+    sys.path.insert(0, str(HERE.parent))
+    from tests.deploy.server import start_server  # type: ignore[import-not-found]
+
+    folder = workflows.one_task(scratch / "one")
+    cmd = [sys.executable, "-m", "prefect_folpipe", "run", str(folder), "--json", "--fresh"]
+    server = start_server()
+    try:
+        running_env = dict(server.env)
+        temporary_env = {k: v for k, v in running_env.items() if k != "PREFECT_API_URL"}
+        temporary_env["PREFECT_HOME"] = str(scratch / "temporary-home")
+        running, temporary = [], []
+        for _ in range(repeats):  # interleaved: load changes hit both alike
+            settle()
+            running.append(_cold(cmd, running_env))
+            settle()
+            temporary.append(_cold(cmd, temporary_env))
+    finally:
+        server.stop()
+    median = lambda values: sorted(values)[len(values) // 2]  # noqa: E731
+    return {
+        "name": "(13) cold start of `folpipe run`: running server vs temporary server",
+        "running_server_s": median(running),
+        "temporary_server_s": median(temporary),
+        "running_runs_s": running,
+        "temporary_runs_s": temporary,
+        "ok": True,
+    }
+
+
+# -- memory ---------------------------------------------------------------------------------
+
+
+def peak_rss_mb(shape: str, scratch: Path) -> float:
+    """Peak resident memory (MB) of a new process running one folpipe run of ``shape``
+    (``tree``, ``group``; ``hand_tree``: the hand-written flow doing the tree's work) against
+    the same API as this process (its own temporary server
+    when there is none: that server's memory is not counted). The peak is the kernel's
+    ``VmHWM`` of the process's own memory: ``ru_maxrss`` would report this (large) process's
+    size, which a child forked from it inherits across ``exec``."""
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1]); import trees; "
+        "from pathlib import Path; from prefect_folpipe.compile import run_workflow; "
+        "import asyncio, handwritten; from types import SimpleNamespace as NS; "
+        "hand = lambda p: asyncio.run(handwritten.wide_tree_same_work(10, 99, 0.0, str(p))); "
+        "runs = {'tree': lambda p: run_workflow(trees.wide_tree(p), fresh=True), "
+        "'group': lambda p: run_workflow(trees.wide_group(p), fresh=True), "
+        "'hand_tree': lambda p: hand(p) or NS(status='completed')}; "
+        "result = runs[sys.argv[2]](Path(sys.argv[3])); "
+        "hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM:')][0]; "
+        "print(result.status, hwm.split()[1])"
+    )
+    env = dict(os.environ)
+    env.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")  # a loaded machine
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(HERE), shape, str(scratch / f"rss-{shape}")],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(done.stderr[-2000:])
+    status, kilobytes = done.stdout.split()[-2:]
+    if status != "completed":
+        raise RuntimeError(f"the {shape} run {status}")
+    return round(int(kilobytes) / 1024, 1)
+
+
+def bench_memory(scratch: Path) -> dict[str, Any]:
+    """(14) Peak memory of a folpipe process running the 1,000-task tree and the 500 group."""
+    settle()
+    tree = peak_rss_mb("tree", scratch)
+    settle()
+    group = peak_rss_mb("group", scratch)
+    settle()
+    hand = peak_rss_mb("hand_tree", scratch)
+    return {
+        "name": "(14) peak memory of the run process (MB)",
+        "hand_tree_1000_mb": hand,
+        "tree_1000_mb": tree,
+        "group_500_mb": group,
+        "ok": max(tree, group) <= 300,
+    }
+
+
+def dump(value: Any) -> str:
+    return json.dumps(value, default=float)

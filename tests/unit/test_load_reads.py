@@ -1,0 +1,110 @@
+"""Loading reads every file of the workflow once, and a tools.md whose stat is unchanged is not
+parsed again in the same process (issue 15 point 1)."""
+
+from __future__ import annotations
+
+import builtins
+import io
+import os
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from prefect_folpipe.loader import toolsmd
+from prefect_folpipe.validate import load_workflow
+from tests.builders import write_files
+
+TOOL = """## lookup
+> type: python
+
+Look things up.
+
+```python
+def lookup(query: str, limit: int = 3) -> dict:
+    return {"query": query}
+```
+"""
+
+
+def _workflow(root: Path) -> Path:
+    files: dict[str, str] = {
+        "task.yaml": "name: reads\nproviders:\n  default: scripted\n  scripted: {}\n",
+        "shared/instructions/style.md": "Be brief.\n",
+        "shared/tools.md": TOOL.replace("lookup", "shared_lookup"),
+    }
+    for index in range(4):
+        leaf = f"subtasks/{index:02d}_leaf{index}"
+        files[f"{leaf}/task.yaml"] = "output:\n  answer: str\n"
+        files[f"{leaf}/instructions.md"] = 'Answer.\n{% include "style" %}\n'
+        files[f"{leaf}/tools.md"] = TOOL.replace("lookup", f"lookup_{index}")
+    write_files(root, files)
+    return root
+
+
+@pytest.fixture
+def opened(monkeypatch) -> Counter[str]:
+    """Every file opened for reading, by resolved path."""
+    counts: Counter[str] = Counter()
+    real = io.open
+
+    def counting(file: Any, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
+        if isinstance(file, str | os.PathLike) and "r" in mode:
+            counts[os.path.realpath(file)] += 1
+        return real(file, mode, *args, **kwargs)
+
+    monkeypatch.setattr(io, "open", counting)
+    monkeypatch.setattr(builtins, "open", counting)
+    return counts
+
+
+def test_each_file_is_read_once(tmp_path, opened) -> None:
+    root = _workflow(tmp_path / "wf")
+    workflow = load_workflow(root)
+    assert len(workflow.tasks()) == 5
+    mine = {path: n for path, n in opened.items() if path.startswith(str(root.resolve()))}
+    assert any(path.endswith("tools.md") for path in mine)
+    assert any(path.endswith("style.md") for path in mine)
+    assert {path: n for path, n in mine.items() if n > 1} == {}
+
+
+def test_an_unchanged_tools_md_is_not_parsed_again(tmp_path, monkeypatch) -> None:
+    root = _workflow(tmp_path / "wf")
+    parsed: list[str] = []
+    real = toolsmd._parse_text
+
+    def counting(text: str, file: Path, *args: Any) -> Any:
+        parsed.append(file.parent.name)
+        return real(text, file, *args)
+
+    monkeypatch.setattr(toolsmd, "_parse_text", counting)
+    first = load_workflow(root)
+    assert len(parsed) == 5  # four leaves and shared/
+    parsed.clear()
+    again = load_workflow(root)
+    assert parsed == []
+    assert [t.content_hash for t in again.tasks()] == [t.content_hash for t in first.tasks()]
+    assert [t.tools for t in again.tasks()] == [t.tools for t in first.tasks()]
+
+    # the same size, a new body: the stat changed, so it is parsed again
+    edited = root / "subtasks/02_leaf2/tools.md"
+    edited.write_text(edited.read_text().replace("limit: int = 3", "limit: int = 7"))
+    third = load_workflow(root)
+    assert parsed == ["02_leaf2"]
+    before = {t.path: t for t in first.tasks()}
+    changed = [t.path for t in third.tasks() if t.content_hash != before[t.path].content_hash]
+    assert changed == ["leaf2"]
+    (tool,) = next(t for t in third.tasks() if t.path == "leaf2").own_tools
+    assert tool.parameters["properties"]["limit"]["default"] == 7
+
+
+def test_a_cached_parse_keeps_its_diagnostics(tmp_path) -> None:
+    root = _workflow(tmp_path / "wf")
+    (root / "subtasks/01_leaf1/tools.md").write_text("## bad name!\n> type: python\n")
+    from prefect_folpipe.validate import validate_workflow
+
+    first = [d.code for d in validate_workflow(root)]
+    second = [d.code for d in validate_workflow(root)]
+    assert "FP203" in first
+    assert second == first
