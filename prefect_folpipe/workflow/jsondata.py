@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -86,14 +87,28 @@ def dumps(value: Any, **options: Any) -> str:
         raise NotPlainJSON("the value is nested too deeply") from None
 
 
+class _JSONNumbersLoader(yaml.SafeLoader):
+    """``SafeLoader`` that also reads JSON's exponent numbers without a dot (``1e3``,
+    ``2E-5``) as floats, as JSON and YAML 1.2 do; YAML 1.1 alone makes them strings, so a
+    JSON file's ``"latency_s": 1e3`` was refused as text."""
+
+
+_JSONNumbersLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:0|[1-9][0-9]*)[eE][-+]?[0-9]+$"),
+    list("-+0123456789"),
+)
+
+
 def load_yaml(text: str, where: str = "the document") -> Any:
-    """YAML (``safe_load``) whose result is checked to be plain JSON data.
+    """YAML (``safe_load`` rules, plus JSON's ``1e3`` numbers) whose result is checked to be
+    plain JSON data.
 
     Raises ``yaml.YAMLError`` for malformed YAML and :class:`NotPlainJSON` for dates,
     ``!!binary``, ``!!set``, ``.nan`` / ``.inf`` or nesting that is too deep.
     """
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_JSONNumbersLoader)  # a SafeLoader subclass
     except RecursionError:
         raise NotPlainJSON(f"{where} is nested too deeply") from None
     check_plain(data, where)

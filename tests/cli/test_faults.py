@@ -212,6 +212,57 @@ def _tool_pgid(root: Path) -> str:
     raise AssertionError("no tool process found")
 
 
+def test_sigkill_kills_a_running_shell_hook_and_its_background_job(tmp_path, cli_env):
+    """Point 10, hooks: a ``pre_run.sh`` hook (and a job it put in the background) dies with a
+    SIGKILLed run; neither reaches its side effect."""
+    started, effect = tmp_path / "hook.started", tmp_path / "hook.effect"
+    late = tmp_path / "hook.background"
+    hook = (
+        f"echo go >> {started}\n(sleep {SIDE_EFFECT_S}; echo bg >> {late}) &\n"
+        f"sleep {SIDE_EFFECT_S}\necho done >> {effect}\n"
+    )
+    root = write_workflow(
+        tmp_path / "wf",
+        {
+            "task.yaml": {"name": "hooked"},
+            "instructions.md": "Answer.",
+            "hooks/pre_run.sh": hook,
+            "replies.yaml": {"default": "ok"},
+        },
+    )
+    proc = _start(cli_env, "run", root, "--json")
+    try:
+        _wait_for(started.exists, 240, "the hook to start")
+    except AssertionError:
+        proc.kill()
+        raise AssertionError(proc.communicate()[1][-3000:]) from None
+    hook_file = (root / "hooks" / "pre_run.sh").absolute()
+    hook_groups = {os.getpgid(pid) for pid in _pids_with_env(f"FOLPIPE_HOOK_FILE={hook_file}")}
+    assert hook_groups and proc.pid not in hook_groups  # the hook has a group of its own
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+
+    for group in hook_groups:
+        _wait_for(lambda g=group: not _pids_in_group(g), 10, "the hook's process group to die")
+    time.sleep(SIDE_EFFECT_S + 1)
+    assert not effect.exists(), "the hook finished its side effect after the run died"
+    assert not late.exists(), "the hook's background job outlived the run"
+
+
+def _pids_with_env(entry_text: str) -> list[int]:
+    """Processes whose environment holds ``entry_text`` (a hook's shell and its children)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                environ = (entry / "environ").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if entry_text.encode() in environ:
+                found.append(int(entry.name))
+    return found
+
+
 # ------------------------------------------------------------------- SIGTERM, SIGINT
 
 

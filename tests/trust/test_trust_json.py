@@ -98,7 +98,7 @@ def test_a_deeply_nested_replies_file_is_fp305(tmp_path: Path) -> None:
     assert caught.value.code == "FP305"
 
 
-@pytest.mark.parametrize("latency", [".inf", "1.0e+308", ".nan"])
+@pytest.mark.parametrize("latency", [".inf", "1.0e+308", "1e308", "1e400", ".nan"])
 def test_unbounded_reply_latency_is_refused(tmp_path: Path, latency: str) -> None:
     file = tmp_path / "replies.yaml"
     file.write_text(f"latency_s: {latency}\ndefault: ok\n")
@@ -109,6 +109,20 @@ def test_unbounded_reply_latency_is_refused(tmp_path: Path, latency: str) -> Non
     entry.write_text(f"default: [{{text: ok, delay: {latency}}}]\n")
     with pytest.raises(RepliesFileError):
         load_replies(entry)
+
+
+@pytest.mark.parametrize(("literal", "seconds"), [("1e3", 1000.0), ("5e-2", 0.05), ("2.5", 2.5)])
+def test_json_exponent_numbers_are_numbers(tmp_path: Path, literal: str, seconds: float) -> None:
+    """A JSON replies file's ``1e3`` is a number (YAML 1.1 alone reads it as a string), so a
+    bounded delay written that way loads and ``1e308`` is refused for its size."""
+    file = tmp_path / "replies.json"
+    entry = f'{{"text": "ok", "delay": {literal}}}'
+    file.write_text(f'{{"latency_s": {literal}, "default": [{entry}]}}')
+    script = load_replies(file)
+    assert script.latency_s == seconds and script.default[0].delay == seconds
+    file.write_text('{"latency_s": 1e308, "default": "ok"}')
+    with pytest.raises(RepliesFileError, match="from 0 to 3600, got 1e"):
+        load_replies(file)
 
 
 def test_a_date_in_task_yaml_context_is_a_validation_error(tmp_path: Path) -> None:

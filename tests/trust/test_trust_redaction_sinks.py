@@ -159,7 +159,9 @@ def test_a_secret_block_key_is_masked_everywhere(
     assert result.status == "completed", result.error
     sent = openai_wire.headers[-1].get("authorization", "")
     assert key in sent  # the real key went to the provider ...
-    assert key not in json.dumps(openai_wire.requests[-1])  # ... never in a later prompt
+    later_prompt = json.dumps(openai_wire.requests[-1])
+    assert key not in later_prompt  # ... never in a later prompt,
+    assert REDACTED in later_prompt  # which does carry the first answer, masked
     sinks = {
         "--json": result.to_json(),
         "cassette": cassette.read_text(),
