@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import sys
 import threading
 import time
@@ -51,6 +52,7 @@ RESTART_CODE = 3
 whose start-up failed (e.g. its database cannot be opened): uvicorn says 3 for both."""
 MAX_RESTARTS = 3
 """A server failing this often is not meeting taken ports: its start-up fails."""
+ANALYTICS_ENV = "PREFECT_SERVER_ANALYTICS_ENABLED"
 
 
 def uses_temporary_server() -> bool:
@@ -85,7 +87,7 @@ def ensure_api(announce: Callable[[str], None] | None = None) -> None:
     (announce or _to_stderr)(STARTING_LINE)
     timeout = startup_timeout()
     began = time.monotonic()
-    with _quiet_prefect_start_line():
+    with _quiet_prefect_start_line(), _server_telemetry_off():
         error = _start_watched(server, timeout)
     if error is not None:
         raise InfrastructureError(
@@ -94,6 +96,27 @@ def ensure_api(announce: Callable[[str], None] | None = None) -> None:
             hint=START_HINT,
         )
     LOG.debug("temporary Prefect server ready in %.1fs", time.monotonic() - began)
+
+
+@contextlib.contextmanager
+def _server_telemetry_off() -> Iterator[None]:
+    """Start the temporary server without its telemetry service unless the user chose.
+
+    The service writes the server's SQLite database while a first start migrates it and
+    printed ``database is locked`` tracebacks into the user's terminal; a server folpipe
+    starts for one run sends no analytics. The server process copies the environment as it
+    starts, so the variable is set only around the start."""
+    from prefect.settings import get_current_settings
+
+    chosen = "analytics_enabled" in get_current_settings().server.model_fields_set
+    if chosen or ANALYTICS_ENV in os.environ:
+        yield
+        return
+    os.environ[ANALYTICS_ENV] = "false"
+    try:
+        yield
+    finally:
+        os.environ.pop(ANALYTICS_ENV, None)
 
 
 def _to_stderr(line: str) -> None:
