@@ -26,9 +26,26 @@ from prefect.filesystems import LocalFileSystem, WritableFileSystem
 from prefect.serializers import JSONSerializer
 from pydantic import ConfigDict
 
+from ..workflow.redaction import mask
+
 LOG = logging.getLogger("prefect_folpipe.compile")
-SERIALIZER = JSONSerializer(object_encoder=None, object_decoder=None)
-"""What every checkpoint is written with: the standard library's JSON, nothing else."""
+
+
+def encode_failure(value: Any) -> Any:
+    """What Prefect stores for a failed attempt's exception: its type, code and masked
+    message, as data (never an object to rebuild); anything else is not JSON data."""
+    if isinstance(value, BaseException):
+        return {
+            "error": type(value).__name__,
+            "code": getattr(value, "code", None),
+            "message": mask(str(value)),
+        }
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+SERIALIZER = JSONSerializer(object_encoder=f"{__name__}.encode_failure", object_decoder=None)
+"""What every checkpoint is written with: the standard library's JSON, nothing else (a failed
+attempt's exception is written as plain data; nothing is ever decoded into an object)."""
 PAYLOAD_KEYS = frozenset({"delta", "text", "usage", "model_calls", "tool_calls"})
 
 

@@ -123,3 +123,24 @@ def test_a_storage_block_gets_the_same_check(make_workflow, run, tmp_path: Path)
     again = run(root, options=RunOptions(result_storage=block))
     assert not marker.exists()
     assert again.task("draft")["status"] == "completed"
+
+
+def test_a_failed_attempt_is_stored_as_plain_data(make_workflow, run):
+    """Prefect persists a failed attempt's exception too: with a plain JSON serializer it could
+    not ("Failed to serialize object of type 'ProviderError'", a warning on every failed task),
+    so it is written as its type, code and masked message, never as an object to rebuild."""
+    root = make_workflow(
+        {
+            "task.yaml": {"name": "broken"},
+            "instructions.md": "Answer.",
+            "replies.yaml": {"tasks": {"broken": [{"error": "auth", "message": "bad key"}]}},
+        }
+    )
+    assert run(root).status == "failed"
+    files = [p for p in (root / ".folpipe" / "results").iterdir() if p.is_file()]
+    records = [json.loads(p.read_bytes()) for p in files]
+    failures = [json.loads(r["result"]) for r in records]
+    assert failures and all(f["error"] == "ProviderError" for f in failures), failures
+    assert all("bad key" in f["message"] for f in failures)
+    assert all(r["metadata"]["serializer"]["object_decoder"] is None for r in records)
+    assert all(stat.S_IMODE(p.stat().st_mode) == 0o600 for p in files)
