@@ -18,6 +18,7 @@ command costs about the same for one run or twenty.
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -188,9 +189,7 @@ async def _flow_names(client: Any, flow_ids: set[UUID]) -> dict[UUID, str]:
     return {flow.id: flow.name for flow in flows}
 
 
-async def _descendant_runs(
-    client: Any, root_ids: list[UUID]
-) -> tuple[dict[UUID, UUID], set[UUID]]:
+async def _descendant_runs(client: Any, root_ids: list[UUID]) -> tuple[dict[UUID, UUID], set[UUID]]:
     """``{subflow run id: its top-level run id}`` for every subflow run below ``root_ids``
     (one request per nesting level), and the parent task runs standing for them."""
     from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterParentFlowRunId
@@ -249,7 +248,39 @@ def latest_attempts(task_runs: list[Any], placeholders: set[UUID]) -> list[Any]:
         key = (run.flow_run_id, run.name)
         if key not in latest or _when(run) >= _when(latest[key]):
             latest[key] = run
-    return list(latest.values())
+    restores = [run for run in latest.values() if RESTORED.match(run.name)]
+    return [run for run in latest.values() if not _superseded(run, restores)]
+
+
+RESTORED = re.compile(r"^(?P<where>.+?): (?P<what>.+) \(restored from checkpoints\)$")
+"""A subtree restored from checkpoints in one task run (``compile.executor.show_restored``)."""
+
+
+def _superseded(run: Any, restores: list[Any]) -> bool:
+    """True when a later attempt of the same flow run restored this task from its checkpoint
+    (a retried run then holds both; the UI's latest word on the task is the restore)."""
+    for restore in restores:
+        if restore.flow_run_id != run.flow_run_id or restore is run:
+            continue
+        if _when(run) < _when(restore) and _covers(restore.name, run.name):
+            return True
+    return False
+
+
+def _covers(restored_name: str, name: str) -> bool:
+    match = RESTORED.match(restored_name)
+    assert match is not None
+    base = "" if match["where"] == "root" else match["where"]
+    if match["what"] == "every task":
+        prefixes = [base] if base else [""]
+    elif "…" in match["what"]:
+        return False  # a long range names only its ends
+    else:
+        prefixes = [f"{base}/{n.strip()}" if base else n.strip() for n in match["what"].split(",")]
+    return any(
+        not prefix or name == prefix or name.startswith((f"{prefix}/", f"{prefix}[", f"{prefix} "))
+        for prefix in prefixes
+    )
 
 
 def _when(run: Any) -> Any:

@@ -115,13 +115,16 @@ async def test_status_lists_the_folders_runs_with_task_counts(
     workflow = load_workflow(report)
     runs = await recent_runs(workflow)
     for _ in range(20):  # task runs are recorded from events, a moment after the flow run
-        if [r.tasks.total for r in runs[:2]] == [2, 2]:
+        if len(runs) == 2 and runs[0].tasks.total and runs[1].tasks.total == 2:
             break
         await asyncio.sleep(1)
         runs = await recent_runs(workflow)
     assert [r.flow_run_id for r in runs] == [second.flow_run_id, first.flow_run_id]
     newest, oldest = runs
-    assert (newest.state, newest.tasks.cached, newest.tasks.failed) == ("Completed", 2, 0)
+    # counted as the UI shows it: the fully cached re-run is restored as Cached task runs
+    # (one for a whole restored subtree, issue 15)
+    assert (newest.state, newest.tasks.failed) == ("Completed", 0)
+    assert newest.tasks.cached == newest.tasks.total >= 1
     assert (oldest.state, oldest.tasks.completed, oldest.tasks.cached) == ("Completed", 2, 0)
     assert newest.duration_s is not None and newest.flow_name == "report"
 

@@ -1,0 +1,63 @@
+"""folpipe status counts a retried run once per task, also when the retry restored finished
+tasks from their checkpoints as one task run (issue 15's restore path)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from types import SimpleNamespace
+from typing import Any
+from uuid import uuid4
+
+from prefect_folpipe.deploy.status import count_tasks, latest_attempts
+
+FLOW = uuid4()
+T0 = datetime(2026, 12, 2, 3, 0)
+
+
+def run(name: str, state: str, kind: str, minute: int, flow: Any = FLOW) -> Any:
+    return SimpleNamespace(
+        id=uuid4(),
+        flow_run_id=flow,
+        name=name,
+        state=SimpleNamespace(name=state, type=SimpleNamespace(value=kind)),
+        start_time=T0 + timedelta(minutes=minute),
+        expected_start_time=None,
+        created=None,
+    )
+
+
+def test_a_retry_that_restored_a_task_counts_it_once_as_cached() -> None:
+    runs = [
+        run("research", "Completed", "COMPLETED", 0),
+        run("write", "Failed", "FAILED", 1),
+        run("root: research (restored from checkpoints)", "Cached", "COMPLETED", 5),
+        run("write", "Completed", "COMPLETED", 6),
+    ]
+    counts = count_tasks(runs, set())
+    assert (counts.total, counts.cached, counts.completed, counts.failed) == (2, 1, 1, 0)
+
+
+def test_every_task_restored_supersedes_the_whole_tree_but_not_other_flow_runs() -> None:
+    other = uuid4()
+    runs = [
+        run("root (first pass)", "Completed", "COMPLETED", 0),
+        run("research/market", "Completed", "COMPLETED", 1),
+        run("research/market", "Completed", "COMPLETED", 1, flow=other),
+        run("root: every task (restored from checkpoints)", "Cached", "COMPLETED", 5),
+    ]
+    kept = {(r.flow_run_id, r.name) for r in latest_attempts(runs, set())}
+    assert kept == {
+        (FLOW, "root: every task (restored from checkpoints)"),
+        (other, "research/market"),
+    }
+
+
+def test_a_branch_restore_covers_only_its_own_children() -> None:
+    runs = [
+        run("research/market", "Completed", "COMPLETED", 0),
+        run("research/marketing", "Completed", "COMPLETED", 0),
+        run("research: market (restored from checkpoints)", "Cached", "COMPLETED", 5),
+        run("research/market[1]", "Completed", "COMPLETED", 0),
+    ]
+    names = {r.name for r in latest_attempts(runs, set())}
+    assert names == {"research/marketing", "research: market (restored from checkpoints)"}
