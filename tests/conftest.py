@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -56,3 +57,27 @@ def cli_env(prefect_harness: str) -> dict[str, str]:
 @pytest.fixture
 def fixtures_dir() -> Path:
     return FIXTURES
+
+
+@pytest.fixture
+def make_workflow(tmp_path: Path) -> Callable[..., Path]:
+    """``make_workflow(files, name=None)``: a workflow folder from a dict (builders)."""
+    from builders import write_workflow
+
+    counter = iter(range(1000))
+
+    def make(files: Mapping[str, Any], name: str | None = None) -> Path:
+        return write_workflow(tmp_path / (name or f"wf{next(counter)}"), files)
+
+    return make
+
+
+@pytest.fixture
+def run(prefect_harness: str) -> Callable[..., Any]:
+    """``run(path, context=None, **options)`` -> RunResult (real Prefect, session harness)."""
+    from prefect_folpipe.compile import run_workflow
+
+    def go(path: Path, context: Mapping[str, Any] | None = None, **kwargs: Any) -> Any:
+        return run_workflow(path, context, **kwargs)
+
+    return go

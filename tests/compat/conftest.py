@@ -13,18 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from builders import write_workflow
-
-
-@pytest.fixture
-def make_workflow(tmp_path: Path) -> Callable[..., Path]:
-    """``make_workflow(files, name=None)``: a workflow folder (scripted provider by default)."""
-    counter = iter(range(1000))
-
-    def make(files: Mapping[str, Any], name: str | None = None) -> Path:
-        return write_workflow(tmp_path / (name or f"wf{next(counter)}"), files)
-
-    return make
 
 
 @pytest.fixture

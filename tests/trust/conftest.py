@@ -1,4 +1,4 @@
-"""Helpers for the trust tests (issue 11): workflow folders from dicts, real runs, the CLI."""
+"""Helpers for the trust tests (issue 11): the CLI against the session server, or offline."""
 
 from __future__ import annotations
 
@@ -9,29 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from builders import write_workflow
-
-
-@pytest.fixture
-def make_workflow(tmp_path: Path) -> Callable[..., Path]:
-    counter = iter(range(1000))
-
-    def make(files: Mapping[str, Any], name: str | None = None) -> Path:
-        return write_workflow(tmp_path / (name or f"wf{next(counter)}"), files)
-
-    return make
-
-
-@pytest.fixture
-def run(prefect_harness: str) -> Callable[..., Any]:
-    """``run(path, context=None, **options)`` -> RunResult (real Prefect, session harness)."""
-    from prefect_folpipe.compile import run_workflow
-
-    def go(path: Path, context: Mapping[str, Any] | None = None, **kwargs: Any) -> Any:
-        return run_workflow(path, context, **kwargs)
-
-    return go
-
 
 Cli = Callable[..., subprocess.CompletedProcess[str]]
 
