@@ -18,6 +18,7 @@ from prefect.utilities.annotations import allow_failure
 
 from ..errors import FolpipeError
 from ..workflow.context import ERRORS_KEY
+from ..workflow.names import RESTORED_SUFFIX
 from ..workflow.tree import Task
 from .approval import ApprovalGates
 from .contextops import ContextBox, child_context, describe_error, merge_delta
@@ -285,7 +286,7 @@ class TreeExecutor:
             what = ", ".join(names)
         else:
             what = f"{names[0]} … {names[-1]} ({len(names)} tasks)"
-        label = f"{scope.label(group.path)}: {what} (restored from checkpoints)"
+        label = f"{scope.label(group.path)}: {what} {RESTORED_SUFFIX}"
         state = await self.tasks.restored(group)(
             label=label, entries=ContextBox(entries), return_state=True
         )

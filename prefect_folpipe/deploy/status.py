@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID
 
-from ..workflow.names import GENERIC_FLOW_NAME
+from ..workflow.names import GENERIC_FLOW_NAME, RESTORED_SUFFIX
 from ..workflow.tree import Workflow
 
 PAGE = 200
@@ -252,7 +252,7 @@ def latest_attempts(task_runs: list[Any], placeholders: set[UUID]) -> list[Any]:
     return [run for run in latest.values() if not _superseded(run, restores)]
 
 
-RESTORED = re.compile(r"^(?P<where>.+?): (?P<what>.+) \(restored from checkpoints\)$")
+RESTORED = re.compile(rf"^(?P<where>.+?): (?P<what>.+) {re.escape(RESTORED_SUFFIX)}$")
 """A subtree restored from checkpoints in one task run (``compile.executor.show_restored``)."""
 
 

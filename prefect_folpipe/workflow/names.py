@@ -14,3 +14,9 @@ def slug(text: str, *, limit: int = 60, empty: str = "root") -> str:
     """Lowercase letters, digits and dashes, at most ``limit`` characters (``empty`` when
     nothing is left)."""
     return _NOT_SLUG.sub("-", text.lower()).strip("-")[:limit].strip("-") or empty
+
+
+RESTORED_SUFFIX = "(restored from checkpoints)"
+"""Ends the name of the task run standing for children restored from checkpoints
+(``<where>: <what> (restored from checkpoints)``, ``compile.executor``; ``deploy.status``
+reads it back)."""

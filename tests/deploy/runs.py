@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 from uuid import UUID
 
+from prefect_folpipe.deploy.status import RESTORED
+
 from .server import PREFECT, PrefectServer, stop_process_group
 
 REPORT = Path(__file__).parent.parent / "fixtures" / "deploy" / "report"
@@ -103,9 +105,6 @@ def task_run_states(
     return found
 
 
-RESTORED = re.compile(r"^.*: (?P<what>.*) \(restored from checkpoints\)$")
-
-
 def expand_restored(found: dict[str, str], names: list[str]) -> dict[str, str]:
     """Per task: a subtree restored from checkpoints is one task run named
     ``<where>: a, b (restored from checkpoints)`` (``every task`` for the whole tree, issue
@@ -114,7 +113,7 @@ def expand_restored(found: dict[str, str], names: list[str]) -> dict[str, str]:
     out: dict[str, str] = {}
     restored: dict[str, str] = {}
     for name, state in found.items():
-        match = RESTORED.match(name)
+        match = RESTORED.match(name)  # deploy.status reads the same name
         if match is None:
             out[name] = state
             continue
