@@ -22,6 +22,13 @@ INSTRUCTIONS = "instructions.md"
 SKILL = "SKILL.md"
 PREFIX = re.compile(r"^(\d+)_(?=.)")
 
+MAX_PARSED = 8192
+ParseKey = tuple[str, str, str, int, str | None]
+Parsed = tuple[TaskConfig, SourceMap, tuple[Diagnostic, ...]]
+_PARSED: dict[ParseKey, Parsed] = {}
+"""(text, file, task label, line offset, skill) -> the parsed config, its source map and the
+diagnostics parsing reported."""
+
 Instructions = tuple[str, Path, int]
 """The instructions' text, their file and the line their first line is on."""
 
@@ -129,7 +136,27 @@ class FolderFiles:
     def _parse(
         self, text: str, rel: str, label: str, *, line_offset: int = 0, skill: str | None = None
     ) -> tuple[TaskConfig, SourceMap]:
-        """task.yaml text (or a SKILL.md front-matter, ``skill`` = its folder's name)."""
+        """task.yaml text (or a SKILL.md front-matter, ``skill`` = its folder's name).
+
+        The result is a function of the arguments alone, so it is kept per process
+        (:data:`_PARSED`): a second load of an unchanged folder (``folpipe serve``, a run after
+        ``validate``) parses no YAML. Configs are frozen and nothing writes a source map."""
+        key = (text, rel, label, line_offset, skill)
+        hit = _PARSED.get(key)
+        if hit is None:
+            before = len(self.diagnostics)
+            config, source = self._parse_text(text, rel, label, line_offset, skill)
+            hit = (config, source, tuple(self.diagnostics[before:]))
+            if len(_PARSED) >= MAX_PARSED:
+                _PARSED.clear()
+            _PARSED[key] = hit
+        else:
+            self.diagnostics += hit[2]
+        return hit[0], hit[1]
+
+    def _parse_text(
+        self, text: str, rel: str, label: str, line_offset: int, skill: str | None
+    ) -> tuple[TaskConfig, SourceMap]:
         data, source, problems = parse_yaml(text, rel, line_offset=line_offset)
         for problem in problems:
             self._yaml_problem(problem, rel, label)

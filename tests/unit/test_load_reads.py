@@ -108,3 +108,32 @@ def test_a_cached_parse_keeps_its_diagnostics(tmp_path) -> None:
     second = [d.code for d in validate_workflow(root)]
     assert "FP203" in first
     assert second == first
+
+
+def test_an_unchanged_task_yaml_is_not_parsed_again(tmp_path, monkeypatch) -> None:
+    """A task.yaml's parse is a function of its text: the same text is parsed once per
+    process, its diagnostics are reported by every load, and an edit is parsed again."""
+    from prefect_folpipe.loader import _files
+    from prefect_folpipe.validate import validate_workflow
+
+    root = _workflow(tmp_path / "wf")
+    bad = root / "subtasks/03_leaf3/task.yaml"
+    bad.write_text("output:\n  answer: str\nsettings: {max_retries: many}\nunknown_key: 1\n")
+    parsed: list[str] = []
+    real = _files.parse_yaml
+
+    def counting(text: str, file: str, **kwargs: Any) -> Any:
+        parsed.append(file)
+        return real(text, file, **kwargs)
+
+    monkeypatch.setattr(_files, "parse_yaml", counting)
+    monkeypatch.setattr(_files, "_PARSED", {})  # other tests parsed these same texts
+    first = [(d.code, d.file, d.line, d.task) for d in validate_workflow(root)]
+    assert len(parsed) == 5 and first
+    parsed.clear()
+    assert [(d.code, d.file, d.line, d.task) for d in validate_workflow(root)] == first
+    assert parsed == []
+
+    bad.write_text("output:\n  answer: str\n")
+    assert validate_workflow(root) == []
+    assert parsed == ["subtasks/03_leaf3/task.yaml"]
