@@ -10,6 +10,21 @@ from typing import Any
 from prefect import flow, task
 from prefect.cache_policies import INPUTS
 
+REPORT_WRITERS = 4
+"""Concurrent report writes in the flows doing folpipe's work (folpipe's writer uses as many):
+1,000 leaves writing at once exhausted the API client's connection pool on a PostgreSQL
+server (``httpx.PoolTimeout``)."""
+_SLOTS: dict[int, asyncio.Semaphore] = {}
+
+
+async def _report(markdown: str, key: str) -> None:
+    """A markdown report written inline, at most REPORT_WRITERS at a time (per event loop)."""
+    from prefect.artifacts import acreate_markdown_artifact
+
+    slot = _SLOTS.setdefault(id(asyncio.get_running_loop()), asyncio.Semaphore(REPORT_WRITERS))
+    async with slot:
+        await acreate_markdown_artifact(markdown, key=key)
+
 
 @task
 async def model_call(name: str, latency: float) -> str:
@@ -57,10 +72,8 @@ async def sequential_chain_checkpointed(count: int = 200, storage: str = "") -> 
 @task
 async def reported_call(name: str, latency: float) -> str:
     """``model_call`` plus the report a Prefect user writes for it: a markdown artifact."""
-    from prefect.artifacts import acreate_markdown_artifact
-
     await asyncio.sleep(latency)
-    await acreate_markdown_artifact(f"# {name}\n\nok", key=name.replace("_", "-"))
+    await _report(f"# {name}\n\nok", key=name.replace("_", "-"))
     return f"{name}: ok"
 
 
@@ -94,13 +107,11 @@ def probe(query: str, limit: int = 3) -> dict:
 async def tool_leaf(name: str, latency: float) -> str:
     """A leaf of the wide tree doing folpipe's work: a model call asking for the tool, the
     tool call, a second model call answering, and its markdown report."""
-    from prefect.artifacts import acreate_markdown_artifact
-
     await asyncio.sleep(latency)
     result = await asyncio.to_thread(probe, "prefect")
     await asyncio.sleep(latency)
     report = f"# {name}\n\n## Tool calls\n\nprobe: {result}\n\n## Output\n\ndone"
-    await acreate_markdown_artifact(report, key=name.replace("_", "-").replace("/", "-"))
+    await _report(report, key=name.replace("_", "-").replace("/", "-"))
     return f"{name}: done"
 
 

@@ -357,9 +357,11 @@ def peak_rss_mb(shape: str, scratch: Path) -> float:
         env=env,
         check=False,
     )
-    if done.returncode != 0:
-        raise RuntimeError(done.stderr[-2000:])
-    status, kilobytes = done.stdout.split()[-2:]
+    words = done.stdout.split()
+    if len(words) < 2 or not words[-1].isdigit():  # the run's own error, not Prefect's noise
+        errors = [line for line in done.stderr.splitlines() if "Error" in line]
+        raise RuntimeError(f"exit {done.returncode}: {errors[-3:] or done.stderr[-800:]}")
+    status, kilobytes = words[-2:]
     if status != "completed":
         raise RuntimeError(f"the {shape} run {status}")
     return round(int(kilobytes) / 1024, 1)
@@ -367,18 +369,20 @@ def peak_rss_mb(shape: str, scratch: Path) -> float:
 
 def bench_memory(scratch: Path) -> dict[str, Any]:
     """(14) Peak memory of a folpipe process running the 1,000-task tree and the 500 group."""
-    settle()
-    tree = peak_rss_mb("tree", scratch)
-    settle()
-    group = peak_rss_mb("group", scratch)
-    settle()
-    hand = peak_rss_mb("hand_tree", scratch)
+    peaks: dict[str, Any] = {}
+    for shape in ("tree", "group", "hand_tree"):
+        settle()
+        try:
+            peaks[shape] = peak_rss_mb(shape, scratch)
+        except RuntimeError as exc:  # keep the other shapes' numbers
+            peaks[shape] = f"failed: {exc}"
+    measured = [peaks[s] for s in ("tree", "group") if isinstance(peaks[s], float)]
     return {
         "name": "(14) peak memory of the run process (MB)",
-        "hand_tree_1000_mb": hand,
-        "tree_1000_mb": tree,
-        "group_500_mb": group,
-        "ok": max(tree, group) <= 300,
+        "hand_tree_1000_mb": peaks["hand_tree"],
+        "tree_1000_mb": peaks["tree"],
+        "group_500_mb": peaks["group"],
+        "ok": len(measured) == 2 and max(measured) <= 300,
     }
 
 
