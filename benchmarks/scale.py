@@ -343,7 +343,7 @@ def peak_rss_mb(shape: str, scratch: Path) -> float:
         "hand = lambda p: asyncio.run(handwritten.wide_tree_same_work(10, 99, 0.0, str(p))); "
         "runs = {'tree': lambda p: run_workflow(trees.wide_tree(p), fresh=True), "
         "'group': lambda p: run_workflow(trees.wide_group(p), fresh=True), "
-        "'hand_tree': lambda p: hand(p) or NS(status='completed')}; "
+        "'hand_tree': lambda p: [hand(p), NS(status='completed')][1]}; "
         "result = runs[sys.argv[2]](Path(sys.argv[3])); "
         "hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM:')][0]; "
         "print(result.status, hwm.split()[1])"

@@ -18,6 +18,7 @@ from ..errors import ConfigError, InfrastructureError, WorkflowFailed
 from ..workflow.config import TaskConfig
 from ..workflow.tree import Workflow
 from .build import preflight, run_root
+from .checkpoints import flow_result_storage
 from .contextops import describe_error
 from .ephemeral import guard_temporary_server
 from .infra import infrastructure_error
@@ -101,6 +102,8 @@ def make_flow(
         name=flow_name(workflow.name),
         description=workflow.root.config.description,
         validate_parameters=False,
+        persist_result=False,
+        result_storage=flow_result_storage(options.storage_for(workflow.root_dir)),
     )
     flow.root_config = workflow.root.config
     return flow

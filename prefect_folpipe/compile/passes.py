@@ -77,6 +77,7 @@ class PassRuntime:
         self.artifact_level = spec.artifacts
         self._tasks = {task.path: task for task in workflow.tasks()}
         self._identities: dict[str, str] = {}
+        self._salts: dict[str, str] = {}
 
     def task(self, path: str) -> Task:
         return self._tasks[path]
@@ -88,8 +89,12 @@ class PassRuntime:
         return found
 
     def salt(self, task: Task) -> str:
-        # issue 11 point 8: the scripted replies / cassette turns answering the task count
-        return provider_salt(task, self.spec.override, self.workflow)
+        """Who answers ``task``, for its keys (issue 11 point 8: the scripted replies /
+        cassette turns answering it count); once per task and run, like its identity."""
+        found = self._salts.get(task.path)
+        if found is None:
+            found = self._salts[task.path] = provider_salt(task, self.spec.override, self.workflow)
+        return found
 
     def journal(self, task: Task, phase: str, scope: list | None) -> Journal | None:
         """The model-call journal of one pass (``None`` without an agent or checkpoints)."""

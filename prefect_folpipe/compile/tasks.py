@@ -17,7 +17,7 @@ from ..workflow.names import slug
 from ..workflow.tree import Task
 from . import artifacts
 from .background import WRITER
-from .checkpoints import checkpoint_storage
+from .checkpoints import checkpoint_storage, flow_result_storage
 from .contextops import unbox
 from .leaf import LeafRef, ProcessLocal, leaf_task, task_options
 from .plan import Plan
@@ -36,9 +36,7 @@ def flow_name(text: str) -> str:
 class PrefectTasks:
     """Builds (once per run) the Prefect task of each pass and the runner of each branch."""
 
-    def __init__(
-        self, plan: Plan, tags: RunTags, *, storage: Any, workflow_name: str
-    ) -> None:
+    def __init__(self, plan: Plan, tags: RunTags, *, storage: Any, workflow_name: str) -> None:
         self.plan = plan
         self.tags = tags
         self.storage = checkpoint_storage(storage)
@@ -119,6 +117,8 @@ class PrefectTasks:
                 name=flow_name(f"{self.workflow_name}.{task.path.replace('/', '.')}"),
                 flow_run_name="{label}",
                 validate_parameters=False,
+                persist_result=False,
+                result_storage=flow_result_storage(self.storage),
             )
         return PrefectTask(
             body,

@@ -144,3 +144,36 @@ def test_a_failed_attempt_is_stored_as_plain_data(make_workflow, run):
     assert all("bad key" in f["message"] for f in failures)
     assert all(r["metadata"]["serializer"]["object_decoder"] is None for r in records)
     assert all(stat.S_IMODE(p.stat().st_mode) == 0o600 for p in files)
+
+
+def test_runs_never_ask_the_server_for_its_default_result_storage(
+    make_workflow, run, monkeypatch
+) -> None:
+    """The flow and its branch subflows name the run's checkpoint folder as their result
+    storage (their own results unpersisted): without it Prefect reads the server's default
+    result storage through a new synchronous client at every flow run (~0.1 s each)."""
+    import prefect.results as results
+
+    asked: list[str] = []
+
+    def sync_lookup() -> None:
+        asked.append("sync")
+
+    async def async_lookup() -> None:
+        asked.append("async")
+
+    monkeypatch.setattr(results, "_read_server_default_result_storage_block_id", sync_lookup)
+    monkeypatch.setattr(results, "_aread_server_default_result_storage_block_id", async_lookup)
+    root = make_workflow(
+        {
+            "task.yaml": {"name": "storage-lookup"},
+            "subtasks/a/task.yaml": {"settings": {"branch_as": "subflow"}},
+            "subtasks/a/subtasks/x/instructions.md": "X.",
+            "subtasks/b/instructions.md": "B.",
+            "replies.yaml": {"default": "ok"},
+        }
+    )
+    result = run(root, fresh=True)
+    assert result.status == "completed"
+    assert {row["path"] for row in result.tasks} >= {"a/x", "b"}
+    assert asked == []

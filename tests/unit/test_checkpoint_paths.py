@@ -1,0 +1,45 @@
+"""The checkpoint folder resolves record paths itself (the folder once, not at every read):
+it must refuse what Prefect's ``LocalFileSystem`` refuses — any path outside the folder."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from prefect_folpipe.compile.checkpoints import CheckpointStorage
+
+
+@pytest.fixture
+def storage(tmp_path: Path) -> CheckpointStorage:
+    (tmp_path / "results").mkdir()
+    os.symlink("/etc", tmp_path / "results" / "escape")
+    return CheckpointStorage(basepath=str(tmp_path / "results"))
+
+
+def test_records_resolve_inside_the_folder(storage: CheckpointStorage, tmp_path: Path) -> None:
+    base = (tmp_path / "results").resolve()
+    assert storage._resolve_path("abc") == base / "abc"
+    assert storage._resolve_path("a/./b/../c") == base / "a" / "c"
+    assert storage._resolve_path(str(base / "x")) == base / "x"
+    storage.write_path("k1", b'{"x": 1}')
+    assert (base / "k1").read_bytes() == b'{"x": 1}'
+    assert (base / "k1").stat().st_mode & 0o777 == 0o600
+
+
+@pytest.mark.parametrize(
+    "path", ["../outside", "/etc/passwd", "a/../../outside", "escape/passwd", "~/x"]
+)
+def test_paths_outside_the_folder_are_refused(storage: CheckpointStorage, path: str) -> None:
+    with pytest.raises(ValueError, match="outside of the base path"):
+        storage._resolve_path(path)
+    with pytest.raises(ValueError, match="outside of the base path"):
+        storage.write_path(path, b"{}")
+
+
+def test_a_sibling_folder_with_the_same_prefix_is_outside(tmp_path: Path) -> None:
+    (tmp_path / "results").mkdir()
+    storage = CheckpointStorage(basepath=str(tmp_path / "results"))
+    with pytest.raises(ValueError):
+        storage._resolve_path(str(tmp_path / "results-other" / "k"))
