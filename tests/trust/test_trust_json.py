@@ -79,9 +79,7 @@ def test_nan_in_an_inline_context_is_fp402() -> None:
     assert caught.value.code == "FP402"
 
 
-@pytest.mark.parametrize(
-    "value", ["2024-01-01", "!!binary aGVsbG8=", "!!set {a, b}", ".inf"]
-)
+@pytest.mark.parametrize("value", ["2024-01-01", "!!binary aGVsbG8=", "!!set {a, b}", ".inf"])
 def test_yaml_only_values_in_a_replies_file_are_fp305(tmp_path: Path, value: str) -> None:
     file = tmp_path / "replies.yaml"
     file.write_text(f"tasks:\n  t:\n    - output: {{when: {value}}}\n")
