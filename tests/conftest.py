@@ -1,4 +1,5 @@
-"""Shared test setup: isolated Prefect home, no telemetry, one session-scoped Prefect harness.
+"""Shared test setup: isolated Prefect home, no telemetry, one session-scoped Prefect harness
+(per pytest-xdist worker).
 
 Tests never reach the network. Prefect-bound tests use the ``prefect_harness`` fixture (one
 temporary server per test session); subprocess tests get ``cli_env``, which points them at that
@@ -20,6 +21,8 @@ os.environ["PREFECT_HOME"] = str(_HOME)
 os.environ["PREFECT_SERVER_ANALYTICS_ENABLED"] = "false"
 os.environ["PREFECT_LOGGING_LEVEL"] = os.environ.get("PREFECT_LOGGING_LEVEL", "WARNING")
 os.environ.pop("PREFECT_API_URL", None)
+for _name in ("COLUMNS", "LINES"):  # pytest-xdist's workers set 80 x 24: same output as serial
+    os.environ.pop(_name, None)
 os.environ.pop("PREFECT_API_KEY", None)
 for _name in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "FOLPIPE_PROVIDER", "FOLPIPE_REPLIES"):
     os.environ.pop(_name, None)

@@ -6,6 +6,11 @@ raises ``SignalInterrupt`` (a ``KeyboardInterrupt`` that knows its signal) in th
 Prefect marks the flow run ``Crashed`` as for Ctrl-C, the run records what finished
 (``interrupted``), tool process groups are killed on the way out, and the command reports the
 coded error FP522. A second SIGTERM while that happens is ignored (SIGKILL still works).
+
+Ctrl-C (SIGINT) takes the same path. Left to ``asyncio.run``, a first Ctrl-C only cancels the
+run's main task, and a cancellation that code on the way catches (a task retried after its
+tool was cancelled) let the run carry on and exit 0. An ignored SIGINT (a ``nohup`` or
+background job) stays ignored.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from typing import Any
 
 
 class SignalInterrupt(KeyboardInterrupt):
-    """A signal other than SIGINT stopping the run; ``signal`` is its number."""
+    """A signal (SIGTERM, SIGINT) stopping the run; ``signal`` is its number."""
 
     def __init__(self, signum: int) -> None:
         super().__init__(signum)
@@ -35,7 +40,8 @@ class Received:
 
 @contextmanager
 def interruptions() -> Iterator[Received]:
-    """Turn SIGTERM into ``SignalInterrupt`` while the block runs (main thread only)."""
+    """Turn SIGTERM and SIGINT into ``SignalInterrupt`` while the block runs (main thread
+    only)."""
     received = Received()
     if threading.current_thread() is not threading.main_thread():
         yield received
@@ -47,8 +53,11 @@ def interruptions() -> Iterator[Received]:
         received.signal = signum
         raise SignalInterrupt(signum)
 
-    previous = signal.signal(signal.SIGTERM, on_signal)
+    previous = {signal.SIGTERM: signal.signal(signal.SIGTERM, on_signal)}
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        previous[signal.SIGINT] = signal.signal(signal.SIGINT, on_signal)
     try:
         yield received
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)

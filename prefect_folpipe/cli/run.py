@@ -88,29 +88,54 @@ def load(path: Path) -> Workflow:
     return load_workflow(path)
 
 
+SUMMARY_COLUMNS = (
+    "task", "status", "attempts", "iterations", "model calls", "tokens", "cached", "cost", "time",
+)  # fmt: skip
+OPTIONAL_COLUMNS = frozenset({"iterations", "cached", "cost"})
+"""Shown only when a task has a value in them: an 80-column terminal fits the rest whole."""
+
+
 def summary_table(result: Any) -> Table:
-    """The per-task summary printed after a run."""
+    """The per-task summary printed after a run. Task paths fold rather than lose their end;
+    a status is never cut."""
     table = Table(title=f"{result.workflow}: {result.status}", title_justify="left")
-    columns = ("task", "status", "attempts", "iterations", "model calls", "tokens", "cached")
-    for column in (*columns, "cost", "time"):
-        table.add_column(column, justify="left" if column in ("task", "status") else "right")
     costs = getattr(result, "costs", None)
-    for row in result.tasks:
-        usage = row["usage"]
-        cost = (costs.for_task(row["path"]) if costs is not None else None) or {}
-        replayed = row.get("replayed_calls") or 0
-        table.add_row(
-            row["path"] or "(root)",
-            row["status"],
-            str(row["attempts"]),
-            "" if row["iterations"] is None else str(row["iterations"]),
-            f"{row['model_calls']} (+{replayed} replayed)" if replayed else str(row["model_calls"]),
-            str(usage["input_tokens"] + usage["output_tokens"]),
-            str(cost.get("cached_tokens") or ""),
-            f"${cost['cost_usd']:.4f}" if cost.get("cost_usd") else "",
-            f"{row['duration_s']:.2f}s",
+    rows = [_summary_cells(row, costs) for row in result.tasks]
+    shown = [
+        index
+        for index, column in enumerate(SUMMARY_COLUMNS)
+        if column not in OPTIONAL_COLUMNS or any(cells[index] for cells in rows)
+    ]
+    for index in shown:
+        column = SUMMARY_COLUMNS[index]
+        text = column in ("task", "status")
+        table.add_column(
+            column,
+            justify="left" if text else "right",
+            overflow="fold" if column == "task" else "ellipsis",
+            no_wrap=column == "status",
+            min_width=9 if column == "status" else None,
         )
+    for cells in rows:
+        table.add_row(*(cells[index] for index in shown))
     return table
+
+
+def _summary_cells(row: dict[str, Any], costs: Any) -> list[str]:
+    usage = row["usage"]
+    cost = (costs.for_task(row["path"]) if costs is not None else None) or {}
+    replayed = row.get("replayed_calls") or 0
+    return [
+        row["path"] or "(root)",
+        row["status"],
+        str(row["attempts"]),
+        "" if row["iterations"] is None else str(row["iterations"]),
+        f"{row['model_calls']} (+{replayed} replayed)" if replayed else str(row["model_calls"]),
+        str(usage["input_tokens"] + usage["output_tokens"]),
+        str(cost.get("cached_tokens") or ""),
+        f"${cost['cost_usd']:.4f}" if cost.get("cost_usd") else "",
+        f"{row['duration_s']:.2f}s",
+    ]
 
 
 class _NoFolpipeTracebacks(logging.Filter):
@@ -249,7 +274,8 @@ def _print_outcome(console: Any, result: Any) -> None:
         + (f" + {replayed} replayed from the journal" if replayed else "")
         + f", {usage['input_tokens']} in / {usage['output_tokens']} out tokens"
         + (f" · ${costs.total_usd:.4f}" if costs is not None else "")
-        + f" · flow run {result.flow_run_id}"
+        + f" · flow run {result.flow_run_id}",
+        soft_wrap=True,  # the terminal wraps it: the id stays whole for copy and grep
     )
     if result.status == "failed":
         failed = [row for row in result.tasks if row["status"] == "failed" and row["error"]]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -178,11 +179,26 @@ def test_run_task_runs_one_folder_in_its_workflow_context(tmp_path, cli_env):
     assert doc["context"]["audience"] == "engineers" and doc["context"]["k"] == 1
 
 
-def test_human_output_has_a_summary_table(tmp_path, cli_env):
+@pytest.mark.parametrize("columns", [None, "80"])
+def test_human_output_has_a_summary_table(tmp_path, cli_env, columns):
+    """Whole statuses and the flow run's id on one line, on an 80-column terminal too
+    (there the empty columns are left out rather than every cell cut to "compl…")."""
     wf = pipeline(tmp_path / "wf")
-    proc = folpipe(cli_env, "run", wf)
+    env = dict(cli_env, **({"COLUMNS": columns} if columns else {}))
+    proc = folpipe(env, "run", wf)
     assert proc.returncode == 0, proc.stderr
-    assert "draft" in proc.stdout and "completed" in proc.stdout and "skipped" in proc.stdout
+    lines = proc.stdout.splitlines()
+    rows = {line.split()[1]: line.split()[3] for line in lines if line.startswith("│")}
+    assert rows == {
+        "(root)": "completed",
+        "draft": "completed",
+        "optional": "skipped",
+        "review": "completed",
+    }
+    assert "…" not in proc.stdout
+    assert re.search(r"· flow run [0-9a-f-]{36}$", proc.stdout.strip())
+    if columns:  # the table fits; the last line is left for the terminal to wrap
+        assert max(len(line) for line in lines if line[:1] in "┏┃┡│└") <= 80
 
 
 def test_record_writes_a_cassette(tmp_path, cli_env):

@@ -59,7 +59,10 @@ def test_retried_and_failed_attempts_are_reported(make_workflow, run) -> None:
     assert flaky["status"] == "completed"
     assert flaky["attempts"] == 3
     assert flaky["model_calls"] == 3
-    assert flaky["usage"] == steady["usage"]  # only the answered call has tokens
+    # only the answered call has tokens: one call's worth, like steady's (the two prompts
+    # differ by the task's name, so their estimated input tokens may differ by one)
+    assert flaky["usage"]["output_tokens"] == steady["usage"]["output_tokens"]
+    assert abs(flaky["usage"]["input_tokens"] - steady["usage"]["input_tokens"]) <= 2
     assert denied["model_calls"] == 1
     assert denied["usage"] == {"input_tokens": 0, "output_tokens": 0}
     assert result.usage["model_calls"] == 5
