@@ -68,7 +68,15 @@ def _start(env: dict[str, str], *args: str | Path) -> subprocess.Popen[str]:
         stderr=subprocess.PIPE,
         text=True,
         env=env,
+        preexec_fn=_as_from_a_shell,
     )
+
+
+def _as_from_a_shell() -> None:
+    """The child gets Ctrl-C as from an interactive shell: an ignored SIGINT is inherited,
+    and a pytest-xdist worker's may be (folpipe keeps an ignored SIGINT ignored, as a
+    ``nohup`` or background job expects)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _folpipe(env: dict[str, str], *args: str | Path) -> subprocess.CompletedProcess[str]:
@@ -249,6 +257,14 @@ def test_sigkill_kills_a_running_shell_hook_and_its_background_job(tmp_path, cli
     assert not late.exists(), "the hook's background job outlived the run"
 
 
+def _signal_mask(pid: int, field: str) -> int:
+    """A process's mask of ignored (``SigIgn``) or caught (``SigCgt``) signals."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(f"{field}:"):
+            return int(line.split()[1], 16)
+    return 0
+
+
 def _pids_with_env(entry_text: str) -> list[int]:
     """Processes whose environment holds ``entry_text`` (a hook's shell and its children)."""
     found = []
@@ -270,10 +286,11 @@ def _pids_with_env(entry_text: str) -> list[int]:
 def test_a_signal_ends_in_a_coded_report_and_resume_finishes_the_run(tmp_path, cli_env, signum):
     root = _workflow(tmp_path / "wf")
     proc = _run_until_the_tool_runs(cli_env, root, "--context", '{"topic": "signals"}')
+    ignored = _signal_mask(proc.pid, "SigIgn")
     proc.send_signal(signum)
     stdout, stderr = proc.communicate(timeout=60)
 
-    assert proc.returncode == 1, stderr[-3000:]
+    assert proc.returncode == 1, f"SigIgn {ignored:#x}\n{stderr[-3000:]}"
     _clean(stderr)
     doc = json.loads(stdout)  # the run document, with the error that stopped it
     assert doc["status"] == "failed"
