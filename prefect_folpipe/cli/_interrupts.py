@@ -8,9 +8,8 @@ Prefect marks the flow run ``Crashed`` as for Ctrl-C, the run records what finis
 coded error FP522. A second SIGTERM while that happens is ignored (SIGKILL still works).
 
 Ctrl-C (SIGINT) takes the same path. Left to ``asyncio.run``, a first Ctrl-C only cancels the
-run's main task, and a cancellation that code on the way catches (a task retried after its
-tool was cancelled) let the run carry on and exit 0. An ignored SIGINT (a ``nohup`` or
-background job) stays ignored.
+run's main task, and any code on the way that catches the cancellation absorbs it. An
+ignored SIGINT (a ``nohup`` or background job) stays ignored.
 """
 
 from __future__ import annotations

@@ -207,8 +207,9 @@ def flow_result_storage(storage: Any) -> Any:
     folder or saved block (its own result is never persisted: ``persist_result=False``).
 
     A flow naming none makes Prefect ask the server for its default result storage at every
-    flow run, through a new synchronous client (TLS context and all, ~0.1 s): a tenth of a
-    fully restored 200-task re-run. An unsaved block cannot be named (Prefect refuses it)."""
+    flow run, through a new synchronous client: a round trip per (sub)flow run, which a
+    remote API (Prefect Cloud) pays in latency. An unsaved block cannot be named (Prefect
+    refuses it)."""
     if getattr(storage, "_block_document_id", None) is not None:
         return storage
     if isinstance(storage, str | Path):
