@@ -31,6 +31,19 @@ FIXTURES = Path(__file__).parent / "fixtures"
 REPO_ROOT = Path(__file__).parent.parent
 
 
+@pytest.fixture(autouse=True)
+def _signal_handlers_kept() -> Iterator[None]:
+    """A test leaves SIGINT and SIGTERM as it found them (something in a long pytest-xdist
+    worker left SIGINT changed, and a later test's subprocess inherited it)."""
+    import signal
+
+    saved = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+    yield
+    for signum, handler in saved.items():
+        if handler is not None and signal.getsignal(signum) is not handler:
+            signal.signal(signum, handler)
+
+
 @pytest.fixture(scope="session")
 def prefect_harness() -> Iterator[str]:
     """Start one temporary Prefect server for the whole session; yields its API URL."""

@@ -53,7 +53,7 @@ def interruptions() -> Iterator[Received]:
         raise SignalInterrupt(signum)
 
     previous = {signal.SIGTERM: signal.signal(signal.SIGTERM, on_signal)}
-    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
         previous[signal.SIGINT] = signal.signal(signal.SIGINT, on_signal)
     try:
         yield received

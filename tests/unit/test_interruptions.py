@@ -18,7 +18,15 @@ def _deliver(signum: int) -> None:
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
-def test_a_signal_raises_signal_interrupt_and_handlers_come_back(signum: int) -> None:
+@pytest.mark.parametrize("start", ["default", "another handler"])
+def test_a_signal_raises_signal_interrupt_and_handlers_come_back(signum: int, start: str) -> None:
+    """Whatever handler was there (Python's, or one a library left) comes back after."""
+    if start == "default":
+        signal.signal(
+            signum, signal.default_int_handler if signum == signal.SIGINT else signal.SIG_DFL
+        )
+    else:
+        signal.signal(signum, lambda *_: None)
     before = signal.getsignal(signum)
     with pytest.raises(SignalInterrupt) as raised, interruptions() as received:
         _deliver(signum)
