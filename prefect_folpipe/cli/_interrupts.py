@@ -58,5 +58,5 @@ def interruptions() -> Iterator[Received]:
     try:
         yield received
     finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
+        for signum, handler in previous.items():  # None: a handler not set from Python
+            signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
