@@ -65,7 +65,33 @@ def url_password(value: str) -> str | None:
 
 def env_secrets(env: Mapping[str, str] | None = None) -> set[str]:
     """Secret values of an environment (default ``os.environ``): see the module docstring."""
-    source = os.environ if env is None else env
+    if env is None:
+        return set(_process_env_secrets())
+    return _secrets_of(env)
+
+
+_PROCESS_ENV: tuple[dict[Any, Any], frozenset[str]] | None = None
+"""``os.environ``'s raw data when its secrets were last found, and those secrets."""
+
+
+def _process_env_secrets() -> frozenset[str]:
+    """``os.environ``'s secrets, found again only when the environment changed. Every masked
+    log line, event and artifact asks (70,000 times in a 1,000-task run, which spent 40 % of
+    its CPU matching names): comparing the raw data is one C-level dict comparison."""
+    global _PROCESS_ENV
+    data = getattr(os.environ, "_data", None)
+    if not isinstance(data, dict):  # not CPython's os.environ: no snapshot to compare
+        return frozenset(_secrets_of(os.environ))
+    known = _PROCESS_ENV
+    if known is not None and known[0] == data:
+        return known[1]
+    snapshot = dict(data)
+    secrets = frozenset(_secrets_of(os.environ))
+    _PROCESS_ENV = (snapshot, secrets)
+    return secrets
+
+
+def _secrets_of(source: Mapping[str, str]) -> set[str]:
     found: set[str] = set()
     for name, value in source.items():
         if not value:

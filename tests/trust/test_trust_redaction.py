@@ -63,3 +63,26 @@ def test_a_value_registered_mid_run_is_masked_by_every_sink() -> None:
     SECRETS.register(key)
     assert key not in normalizer.text(f"echo {key}")
     assert key not in redact_secrets(f"echo {key}")
+
+
+def test_the_process_environment_is_read_again_when_it_changes(monkeypatch) -> None:
+    """``os.environ``'s secrets are kept between calls (every masked line asks) and found
+    again as soon as the environment changes: set, changed, removed."""
+    from prefect_folpipe.workflow import redaction
+
+    secret, other = "sk-test-" + "a" * 24, "sk-test-" + "b" * 24
+    assert secret not in redaction.env_secrets()
+    monkeypatch.setenv("FOLPIPE_TEST_API_KEY", secret)
+    assert secret in redaction.env_secrets()
+    assert redaction.env_secrets() == redaction.env_secrets()  # kept: same answer
+    monkeypatch.setenv("FOLPIPE_TEST_API_KEY", other)
+    found = redaction.env_secrets()
+    assert other in found and secret not in found
+    monkeypatch.setenv("SOME_URL", f"postgresql://user:{secret}@db/x")
+    assert secret in redaction.env_secrets()
+    monkeypatch.delenv("FOLPIPE_TEST_API_KEY")
+    monkeypatch.delenv("SOME_URL")
+    found = redaction.env_secrets()
+    assert other not in found and secret not in found
+    env = {"X_TOKEN": secret}
+    assert redaction.env_secrets(env) == {secret}  # an explicit mapping is read as it is
