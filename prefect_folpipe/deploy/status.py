@@ -248,7 +248,11 @@ def latest_attempts(task_runs: list[Any], placeholders: set[UUID]) -> list[Any]:
         key = (run.flow_run_id, run.name)
         if key not in latest or _when(run) >= _when(latest[key]):
             latest[key] = run
-    restores = [run for run in latest.values() if RESTORED.match(run.name)]
+    restores = [
+        (run, covered)
+        for run in latest.values()
+        if (covered := restored_paths(run.name)) is not None
+    ]
     return [run for run in latest.values() if not _superseded(run, restores)]
 
 
@@ -256,31 +260,38 @@ RESTORED = re.compile(rf"^(?P<where>.+?): (?P<what>.+) {re.escape(RESTORED_SUFFI
 """A subtree restored from checkpoints in one task run (``compile.executor.show_restored``)."""
 
 
-def _superseded(run: Any, restores: list[Any]) -> bool:
+def restored_paths(name: str) -> list[str] | None:
+    """The task paths a restored task run's name covers, each with everything below it
+    (``""``: the whole tree; none for a long range, which names only its ends); ``None`` when
+    ``name`` is not a restore."""
+    match = RESTORED.match(name)
+    if match is None:
+        return None
+    base = "" if match["where"] == "root" else match["where"]
+    if match["what"] == "every task":
+        return [base]
+    if "…" in match["what"]:
+        return []
+    return [f"{base}/{n.strip()}" if base else n.strip() for n in match["what"].split(",")]
+
+
+def _superseded(run: Any, restores: list[tuple[Any, list[str]]]) -> bool:
     """True when a later attempt of the same flow run restored this task from its checkpoint
     (a retried run then holds both; the UI's latest word on the task is the restore)."""
-    for restore in restores:
+    for restore, covered in restores:
         if restore.flow_run_id != run.flow_run_id or restore is run:
             continue
-        if _when(run) < _when(restore) and _covers(restore.name, run.name):
+        if _when(run) < _when(restore) and any(_under(run.name, p) for p in covered):
             return True
     return False
 
 
-def _covers(restored_name: str, name: str) -> bool:
-    match = RESTORED.match(restored_name)
-    assert match is not None
-    base = "" if match["where"] == "root" else match["where"]
-    if match["what"] == "every task":
-        prefixes = [base] if base else [""]
-    elif "…" in match["what"]:
-        return False  # a long range names only its ends
-    else:
-        prefixes = [f"{base}/{n.strip()}" if base else n.strip() for n in match["what"].split(",")]
-    return any(
-        not prefix or name == prefix or name.startswith((f"{prefix}/", f"{prefix}[", f"{prefix} "))
-        for prefix in prefixes
-    )
+def _under(name: str, prefix: str) -> bool:
+    """Whether task run ``name`` is the task ``prefix``, below it, or one of its passes or
+    iterations (``""``: every task)."""
+    if not prefix or name == prefix:
+        return True
+    return name.startswith((f"{prefix}/", f"{prefix}[", f"{prefix} "))
 
 
 def _when(run: Any) -> Any:
