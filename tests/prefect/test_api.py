@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import Any
 
 import pytest
+from records import recorded_task_runs
 
 from prefect_folpipe import WorkflowFailed, folder_to_flow
 from prefect_folpipe.compile.options import RunOptions
@@ -80,24 +80,10 @@ def test_graph_dependencies_are_real_upstream_edges_in_prefect(make_workflow, ru
     }
     result = run(make_workflow(files))
     assert result.status == "completed"
-    runs = asyncio.run(_task_runs(result.flow_run_id, 2))
+    runs = asyncio.run(recorded_task_runs(result.flow_run_id, names={"fetch", "report"}))
     by_name = {r.name: r for r in runs}
+    assert {"fetch", "report"} <= set(by_name), sorted(by_name)
     upstream_ids = {
         str(item.id) for items in by_name["report"].task_inputs.values() for item in items
     }
     assert str(by_name["fetch"].id) in upstream_ids
-
-
-async def _task_runs(flow_run_id: str, expected: int) -> list[Any]:
-    from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
-
-    async with get_client() as client:
-        deadline = time.monotonic() + 15
-        while True:
-            runs = await client.read_task_runs(
-                flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id]))
-            )
-            if len(runs) >= expected or time.monotonic() > deadline:
-                return runs
-            await asyncio.sleep(0.5)

@@ -8,6 +8,7 @@ import time
 from typing import Any
 
 import pytest
+from records import recorded_task_runs
 
 from prefect_folpipe.compile.options import RunOptions
 
@@ -41,24 +42,6 @@ def _files(**root: Any) -> dict[str, Any]:
     }
 
 
-async def _task_runs(flow_run_id: str, expected: int) -> list[Any]:
-    from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
-
-    async with get_client() as client:
-        runs: list[Any] = []
-        deadline = time.monotonic() + 15
-        while time.monotonic() < deadline:
-            runs = await client.read_task_runs(
-                flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id]))
-            )
-            # records arrive as events: wait until every run's final state is in
-            if len(runs) >= expected and all(r.state and r.state.is_final() for r in runs):
-                break
-            await asyncio.sleep(0.5)
-        return runs
-
-
 async def _flow_run(flow_run_id: str) -> Any:
     from prefect.client.orchestration import get_client
 
@@ -83,16 +66,17 @@ async def _artifacts(flow_run_id: str) -> list[Any]:
 def test_task_run_names_follow_paths_and_loop_iterations(make_workflow, run):
     result = run(make_workflow(_files()))
     assert result.status == "completed"
-    runs = asyncio.run(_task_runs(result.flow_run_id, 4))
-    names = {r.name for r in runs}
-    assert {"research", "refine", "refine/review[1]", "refine/review[2]"} <= names
+    expected = {"research", "refine", "refine/review[1]", "refine/review[2]"}
+    runs = asyncio.run(recorded_task_runs(result.flow_run_id, names=expected))
+    assert expected <= {r.name for r in runs}
 
 
 def test_with_task_tags_off_only_declaring_tasks_are_tagged(make_workflow, run):
     result = run(make_workflow(_files()), options=RunOptions(task_tags=False))
     flow_run = asyncio.run(_flow_run(result.flow_run_id))
     assert {"folpipe", "workflow:observed", "provider:scripted"} <= set(flow_run.tags)
-    runs = {r.name: r for r in asyncio.run(_task_runs(result.flow_run_id, 4))}
+    recorded = recorded_task_runs(result.flow_run_id, 4, names={"research", "refine/review[1]"})
+    runs = {r.name: r for r in asyncio.run(recorded)}
     assert {"folpipe", "workflow:observed", "provider:scripted", "llm"} <= set(
         runs["research"].tags
     )
@@ -101,7 +85,7 @@ def test_with_task_tags_off_only_declaring_tasks_are_tagged(make_workflow, run):
 
 def test_every_task_run_is_tagged_by_default(make_workflow, run):
     result = run(make_workflow(_files()))
-    runs = asyncio.run(_task_runs(result.flow_run_id, 4))
+    runs = asyncio.run(recorded_task_runs(result.flow_run_id, 4))
     for task_run in runs:
         assert {"folpipe", "workflow:observed"} <= set(task_run.tags), task_run.name
     review = next(r for r in runs if r.name == "refine/review[1]")
@@ -132,7 +116,7 @@ async def _subflow_runs(parent_flow_run_id: str, names: list[str]) -> list[Any]:
     from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterName
 
     async with get_client() as client:
-        deadline = time.monotonic() + 15
+        deadline = time.monotonic() + 60
         while True:
             runs = await client.read_flow_runs(
                 flow_run_filter=FlowRunFilter(name=FlowRunFilterName(any_=names))
@@ -140,6 +124,7 @@ async def _subflow_runs(parent_flow_run_id: str, names: list[str]) -> list[Any]:
             runs = [r for r in runs if r.parent_task_run_id is not None]
             if len(runs) >= len(names) or time.monotonic() > deadline:
                 return runs
+            await asyncio.sleep(0.5)
 
 
 def test_branch_as_subflow_shows_nested_flow_runs_named_by_path(make_workflow, run):
@@ -193,7 +178,8 @@ def test_a_tag_concurrency_limit_applies_and_unlimited_tags_still_reach_the_runs
     assert max(unlimited.task(n)["duration_s"] for n in "ab") < 1.9  # nobody waited
     assert max(limited.task(n)["duration_s"] for n in "ab") >= 1.9  # one waited for the slot
     for result in (unlimited, limited):
-        runs = {r.name: r for r in asyncio.run(_task_runs(result.flow_run_id, 2))}
+        recorded = recorded_task_runs(result.flow_run_id, names={"a", "b"})
+        runs = {r.name: r for r in asyncio.run(recorded)}
         for name in ("a", "b"):
             assert {solo, "folpipe", "workflow:limited"} <= set(runs[name].tags), name
 
@@ -236,7 +222,7 @@ def test_a_failed_task_leaves_its_report_and_readable_state_messages(make_workfl
     assert "It's fine.\nReally, it's fine." in rejected and "Still 'no' JSON here." in rejected
     assert "## Tool calls" in text and "`lookup`" in text and "found prefect" in text
 
-    runs = asyncio.run(_task_runs(result.flow_run_id, 1))
+    runs = asyncio.run(recorded_task_runs(result.flow_run_id, 1))
     judge = next(r for r in runs if r.name == "judge")
     flow_run = asyncio.run(_flow_run(result.flow_run_id))
     for message in (judge.state.message, flow_run.state.message):

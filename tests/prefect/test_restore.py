@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import asyncio
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from records import recorded_task_runs
 
 from prefect_folpipe.compile.options import RunOptions
 
@@ -74,23 +74,6 @@ def _rows(result: Any) -> dict[str, tuple[Any, ...]]:
     }
 
 
-async def _task_runs(flow_run_id: str, expected: int) -> list[Any]:
-    from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
-
-    async with get_client() as client:
-        runs: list[Any] = []
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            runs = await client.read_task_runs(
-                flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id]))
-            )
-            if len(runs) >= expected and all(r.state and r.state.is_final() for r in runs):
-                break
-            await asyncio.sleep(0.5)
-        return runs
-
-
 async def _artifacts(flow_run_id: str) -> list[Any]:
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
@@ -125,7 +108,7 @@ def test_a_cached_rerun_is_one_cached_task_run_reporting_every_task_cached(make_
     assert _rows(through_prefect) == _rows(again)
     assert through_prefect.context == again.context
 
-    runs = asyncio.run(_task_runs(again.flow_run_id, 1))
+    runs = asyncio.run(recorded_task_runs(again.flow_run_id, 1))
     assert len(runs) == 1, [r.name for r in runs]
     assert runs[0].state.name == "Cached"
     assert "restored from checkpoints" in runs[0].name
@@ -173,7 +156,7 @@ def test_a_changed_leaf_reruns_only_itself_and_what_reads_its_output(make_workfl
     assert set(_statuses(settled).values()) == {"cached"}
     assert settled.context == edited.context
 
-    runs = asyncio.run(_task_runs(edited.flow_run_id, 4))
+    runs = asyncio.run(recorded_task_runs(edited.flow_run_id, 4))
     names = sorted(r.name for r in runs)
     assert "left/l1" in names and "left/l2" in names
     assert "right/r1" not in names and "left/l3" not in names
@@ -196,7 +179,7 @@ def test_a_chain_edit_that_keeps_the_answer_reruns_that_leaf_alone(make_workflow
     statuses = _statuses(edited)
     assert statuses["step_3"] == "completed"
     assert all(statuses[f"step_{i}"] == "cached" for i in (0, 1, 2, 4, 5))
-    runs = asyncio.run(_task_runs(edited.flow_run_id, 3))
+    runs = asyncio.run(recorded_task_runs(edited.flow_run_id, 3))
     assert sorted(r.name for r in runs if "restored" not in r.name) == ["step_3"]
     assert len([r for r in runs if "restored" in r.name]) == 2  # before it, and after it
 
