@@ -207,6 +207,15 @@ async def _caught(coro: Any, signals: list[BaseException]) -> None:
         signals.append(exc)  # the siblings in flight finish first
 
 
+def _start(tasks: asyncio.TaskGroup, coro: Any, signals: list[BaseException]) -> None:
+    wrapped = _caught(coro, signals)
+    try:
+        tasks.create_task(wrapped)
+    except BaseException:
+        wrapped.close()
+        raise
+
+
 async def _gather_fail_fast(coros: Sequence[Any]) -> int | None:
     """Run coroutines in a TaskGroup; the index of the first ``_FailFast`` (siblings cancelled).
 
@@ -217,9 +226,12 @@ async def _gather_fail_fast(coros: Sequence[Any]) -> int | None:
     try:
         async with asyncio.TaskGroup() as tasks:
             for coro in coros:
-                tasks.create_task(_caught(coro, signals))
+                _start(tasks, coro, signals)
     except* _FailFast as group_error:
         failed = [exc.index for exc in group_error.exceptions if isinstance(exc, _FailFast)]
+    finally:
+        for coro in coros:  # those never started (refused, cancelled first) end unawaited
+            coro.close()
     if signals:
         raise signals[0]
     return min(failed) if failed else None

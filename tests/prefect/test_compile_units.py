@@ -160,3 +160,36 @@ def test_scope_labels_loop_iterations() -> None:
     assert Scope().label("a/b") == "a/b"
     assert Scope().enter(2).label("a/b") == "a/b[2]"
     assert Scope().label("") == "root"
+
+
+async def test_a_group_that_cannot_start_a_member_leaves_no_coroutine_unawaited(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """When the task group refuses a member (e.g. a RecursionError deep in a tree), the members
+    not started are closed, not left for the garbage collector to warn about."""
+    import gc
+    import warnings
+
+    from prefect_folpipe.compile import groups
+
+    started: list[int] = []
+    real = asyncio.TaskGroup.create_task
+
+    def refuse_second(self: asyncio.TaskGroup, coro: Any, **kwargs: Any) -> Any:
+        if started:
+            raise RecursionError("too deep")
+        started.append(1)
+        return real(self, coro, **kwargs)
+
+    async def member() -> None:
+        await asyncio.sleep(0)
+
+    monkeypatch.setattr(asyncio.TaskGroup, "create_task", refuse_second)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(BaseExceptionGroup) as refused:
+            await groups._gather_fail_fast([member(), member(), member()])
+        assert refused.group_contains(RecursionError)
+        del refused  # its traceback holds the coroutines
+        gc.collect()
+    assert [str(w.message) for w in caught if w.category is RuntimeWarning] == []
