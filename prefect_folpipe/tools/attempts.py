@@ -66,7 +66,7 @@ class ArgumentChecker:
     rebuilt when the spec is replaced, e.g. MCP schemas filled in)."""
 
     def __init__(self) -> None:
-        self._validators: dict[str, tuple[ToolSpec, Draft202012Validator]] = {}
+        self._validators: dict[str, tuple[ToolSpec, Draft202012Validator | str]] = {}
 
     def problem(self, spec: ToolSpec, arguments: Mapping[str, Any]) -> str | None:
         """What is wrong with ``arguments`` (``None`` when they are valid)."""
@@ -74,12 +74,10 @@ class ArgumentChecker:
         if cached is not None and cached[0] is spec:
             validator = cached[1]
         else:
-            try:
-                Draft202012Validator.check_schema(dict(spec.parameters))
-            except SchemaError as exc:
-                return f"the tool's parameter schema is invalid: {exc.message}"
-            validator = Draft202012Validator(dict(spec.parameters))
+            validator = checked_validator(spec.parameters)
             self._validators[spec.name] = (spec, validator)
+        if isinstance(validator, str):
+            return validator
         errors = sorted(validator.iter_errors(dict(arguments)), key=lambda e: list(e.path))
         if not errors:
             return None
@@ -88,6 +86,36 @@ class ArgumentChecker:
             where = "/".join(str(p) for p in found.path)
             parts.append(f"{where}: {found.message}" if where else found.message)
         return "; ".join(parts)
+
+
+def checked_validator(parameters: Mapping[str, Any]) -> Draft202012Validator | str:
+    """The validator of a parameter schema, or what is wrong with the schema.
+
+    Checking a schema against the metaschema costs ~1 ms, more than most calls it guards;
+    tools repeat a few schemas, so each distinct schema (by its JSON text) is checked once per
+    process."""
+    schema = dict(parameters)
+    try:
+        key = json.dumps(schema, sort_keys=True)
+    except (TypeError, ValueError):  # not JSON: checked (and refused) each time
+        key = None
+    found = _CHECKED.get(key) if key is not None else None
+    if found is None:
+        try:
+            Draft202012Validator.check_schema(schema)
+            found = Draft202012Validator(schema)
+        except SchemaError as exc:
+            found = f"the tool's parameter schema is invalid: {exc.message}"
+        if key is not None:
+            if len(_CHECKED) >= MAX_CHECKED:
+                _CHECKED.clear()
+            _CHECKED[key] = found
+    return found
+
+
+MAX_CHECKED = 1024
+_CHECKED: dict[str, Draft202012Validator | str] = {}
+"""A parameter schema's JSON text -> its validator, or the problem with the schema."""
 
 
 def limits(spec: ToolSpec, settings: EffectiveSettings) -> tuple[int, float | None]:

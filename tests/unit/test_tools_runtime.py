@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import textwrap
 import time
 from pathlib import Path
@@ -70,6 +71,7 @@ Sleep asynchronously.
 
 ```python
 import asyncio
+import dataclasses
 
 async def nap(seconds: float) -> str:
     await asyncio.sleep(seconds)
@@ -81,6 +83,7 @@ Sleep asynchronously, without a tool time-out.
 
 ```python
 import asyncio
+import dataclasses
 
 async def linger(seconds: float) -> str:
     await asyncio.sleep(seconds)
@@ -319,6 +322,7 @@ Wait (asynchronously) until `expect` calls have arrived.
 
 ```python
 import asyncio
+import dataclasses
 
 async def meet(ctx: ToolContext, expect: int) -> str:
     ctx.context["async"] = ctx.context.get("async", 0) + 1
@@ -574,3 +578,37 @@ async def test_invalid_schema_is_reported(tmp_path: Path) -> None:
     task, workflow = make_task(tmp_path, [bad])
     result = await Toolbox(task, workflow, {}).call(ToolCall("1", "bad_schema", {"x": 1}))
     assert result.is_error and "parameter schema is invalid" in result.content
+
+
+def test_a_parameter_schema_is_checked_once_per_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tools repeat schemas: the metaschema check (the cost of a first call) runs once for
+    each distinct schema, whichever tool or task brings it; a bad schema stays reported."""
+    from jsonschema import Draft202012Validator
+
+    from prefect_folpipe.tools import attempts
+
+    checks: list[Any] = []
+    real = Draft202012Validator.check_schema
+    monkeypatch.setattr(
+        Draft202012Validator,
+        "check_schema",
+        classmethod(lambda cls, schema: checks.append(schema) or real(schema)),
+    )
+    monkeypatch.setattr(attempts, "_CHECKED", {})
+    shape = {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}
+    specs = [
+        ToolSpec(
+            name=f"t{i}", kind="python", description="", parameters=dict(shape), source_file="x"
+        )
+        for i in range(3)
+    ]
+    for spec in specs:  # a checker per task, as each task's toolbox has
+        checker = attempts.ArgumentChecker()
+        assert checker.problem(spec, {"q": "a"}) is None
+        assert "'q' is a required property" in (checker.problem(spec, {}) or "")
+    assert len(checks) == 1
+    bad = dataclasses.replace(specs[0], parameters={"type": "nonsense"})
+    for _ in range(2):
+        problem = attempts.ArgumentChecker().problem(bad, {})
+        assert problem and "parameter schema is invalid" in problem
+    assert len(checks) == 2
