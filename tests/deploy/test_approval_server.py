@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import shutil
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from uuid import UUID
@@ -75,7 +76,11 @@ def _inputs(server: PrefectServer, flow_run_id: UUID) -> dict[str, Any]:
     return with_client(server, read)
 
 
-def _task_runs(server: PrefectServer, flow_run_id: UUID) -> list[tuple[str, str]]:
+def _task_runs(
+    server: PrefectServer, flow_run_id: UUID, until: Callable[[list[tuple[str, str]]], bool]
+) -> list[tuple[str, str]]:
+    """``(name, state)`` of the flow run's task runs once ``until`` holds for them (task runs
+    are recorded from events, a moment later), or what is there after 60 s."""
     from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
 
     async def read(client: Any) -> list[tuple[str, str]]:
@@ -84,8 +89,12 @@ def _task_runs(server: PrefectServer, flow_run_id: UUID) -> list[tuple[str, str]
         )
         return sorted((run.name, run.state.name) for run in runs if run.state)
 
-    time.sleep(3)  # task runs are recorded from events
-    return with_client(server, read)
+    deadline = time.monotonic() + 60
+    found = with_client(server, read)
+    while not until(found) and time.monotonic() < deadline:
+        time.sleep(0.5)
+        found = with_client(server, read)
+    return found
 
 
 def _evidence(workflow: Path, flow_run_id: UUID) -> dict[str, Any]:
@@ -120,7 +129,8 @@ def test_a_deployment_run_waits_for_approval_without_holding_a_worker(
     assert schema["properties"]["approved"]["type"] == "boolean"
     assert schema["properties"]["comment"]["type"] == "string"
     assert set(schema["required"]) == {"approved", "comment"}
-    assert _task_runs(server, waiting) == [("build", "Completed")]
+    built = [("build", "Completed")]
+    assert _task_runs(server, waiting, lambda found: found == built) == built
     # a suspended run is not an interrupted one: `folpipe resume` leaves it to Prefect
     assert [(r["status"], r["flow_run_id"]) for r in list_runs(answered)] == [
         ("suspended", str(waiting))
@@ -148,7 +158,11 @@ def test_a_deployment_run_waits_for_approval_without_holding_a_worker(
     assert seen["artifact"] == "b42" and seen["announce"] == "done"
     builds = (answered / ".folpipe" / "evidence" / "build.log").read_text().split()
     assert builds == [str(waiting)], "build ran once: the resumed run took its checkpoint"
-    assert expand_restored(dict(_task_runs(server, waiting)), ["build"]).get("build") == "Cached"
+
+    def restored(found: list[tuple[str, str]]) -> bool:
+        return expand_restored(dict(found), ["build"]).get("build") == "Cached"
+
+    assert restored(_task_runs(server, waiting, restored))
     assert list((answered / ".folpipe" / "results" / "approvals").glob("ship-*.json"))
     assert [r["status"] for r in list_runs(answered)] == ["suspended", "completed"]
 

@@ -58,7 +58,7 @@ def read_back(server: PrefectServer, flow_run_id: UUID) -> dict[str, Any]:
                 only = FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id]))
                 deadline = time.monotonic() + 30
                 tasks = await client.read_task_runs(flow_run_filter=only)
-                while not tasks and time.monotonic() < deadline:
+                while not _recorded(tasks) and time.monotonic() < deadline:
                     await asyncio.sleep(0.5)
                     tasks = await client.read_task_runs(flow_run_filter=only)
                 return {
@@ -69,6 +69,11 @@ def read_back(server: PrefectServer, flow_run_id: UUID) -> dict[str, Any]:
                 }
 
     return asyncio.run(read())
+
+
+def _recorded(tasks: list[Any]) -> bool:
+    """Every task run is in and in its final state (a Running record comes first)."""
+    return bool(tasks) and all(t.state is not None and t.state.is_final() for t in tasks)
 
 
 def test_server_on_postgres_answers_health(prefect_pg_server: PrefectServer) -> None:
