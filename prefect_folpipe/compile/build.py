@@ -28,9 +28,10 @@ from .background import END_HOLD_S, WRITER
 from .contextops import child_context, describe_error, merge_delta, plain, seed_context
 from .costs import cost_report
 from .executor import LOG, TreeExecutor
-from .groups import Outcome, is_signal
+from .fanout import is_signal
 from .infra import interruption
 from .options import RunOptions
+from .outcome import Outcome
 from .passes import FlowRuntime
 from .plan import Plan, build_plan
 from .recovery import settle_crashed_runs

@@ -28,7 +28,7 @@ from ..errors import ConfigError
 from ..messages import ModelRequest, ModelResponse, Usage
 from ..workflow.tree import Task, Workflow
 from . import artifacts
-from .groups import Outcome
+from .outcome import Outcome
 from .passes import PassRuntime, Payload
 from .plan import DaskPlan
 from .report import RunTracker

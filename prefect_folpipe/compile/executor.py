@@ -1,6 +1,6 @@
 """Runs the task tree as the plan says: a child's passes, a branch's children, their states.
 
-``TreeExecutor`` is the ``groups.Executor`` the execution strategies call back into: it runs
+``TreeExecutor`` is the ``outcome.Executor`` the execution strategies call back into: it runs
 one child (a pass of a leaf, or a branch run), turns Prefect states into ``Outcome``s and
 applies the child's own failure policy; the strategies apply the group's. It also restores
 children from checkpoints without running them (``CheckpointReplay``, ``compile.restore``).
@@ -23,8 +23,9 @@ from ..workflow.tree import Task
 from .approval import ApprovalGates
 from .contextops import ContextBox, child_context, describe_error, merge_delta
 from .failures import TaskTimedOut
-from .groups import Outcome, Scope, run_group
+from .groups import run_group
 from .leaf import pass_label
+from .outcome import Outcome, Scope
 from .plan import Plan
 from .policy import ChildPolicy
 from .report import RunTracker

@@ -16,7 +16,7 @@ from ..workflow.tree import Task
 from .contextops import error_entry
 from .evaluation import evaluate_condition
 from .failures import TaskTimedOut
-from .groups import Outcome
+from .outcome import Outcome
 
 
 class ChildPolicy:

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from ..workflow.tree import Task
-from .groups import Outcome
+from .outcome import Outcome
 from .plan import NodePlan, Plan
 from .report import RunTracker
 from .runtime import RunSpec

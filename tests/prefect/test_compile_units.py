@@ -12,8 +12,8 @@ import pytest
 from prefect_folpipe.compile.cache import cache_key, task_identity
 from prefect_folpipe.compile.contextops import merge_delta, seed_context
 from prefect_folpipe.compile.failures import DependencyError
-from prefect_folpipe.compile.groups import Outcome, Scope
 from prefect_folpipe.compile.groups import run_group as run_plan_group
+from prefect_folpipe.compile.outcome import Outcome, Scope
 from prefect_folpipe.compile.plan import build_plan
 from prefect_folpipe.compile.retry import retry_delays, should_retry
 from prefect_folpipe.errors import OutputValidationError, ProviderError
@@ -170,7 +170,7 @@ async def test_a_group_that_cannot_start_a_member_leaves_no_coroutine_unawaited(
     import gc
     import warnings
 
-    from prefect_folpipe.compile import groups
+    from prefect_folpipe.compile import fanout
 
     started: list[int] = []
     real = asyncio.TaskGroup.create_task
@@ -188,7 +188,7 @@ async def test_a_group_that_cannot_start_a_member_leaves_no_coroutine_unawaited(
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         with pytest.raises(BaseExceptionGroup) as refused:
-            await groups._gather_fail_fast([member(), member(), member()])
+            await fanout.gather_fail_fast([member(), member(), member()])
         assert refused.group_contains(RecursionError)
         del refused  # its traceback holds the coroutines
         gc.collect()

@@ -12,9 +12,10 @@ from typing import Any
 import pytest
 from builders import make_task, make_workflow
 
-from prefect_folpipe.compile import groups
+from prefect_folpipe.compile import loops
 from prefect_folpipe.compile.failures import IterationTimeout, TaskTimedOut
-from prefect_folpipe.compile.groups import Outcome, Scope, run_group
+from prefect_folpipe.compile.groups import run_group
+from prefect_folpipe.compile.outcome import Outcome, Scope
 from prefect_folpipe.compile.plan import build_plan
 from prefect_folpipe.compile.policy import ChildPolicy
 from prefect_folpipe.workflow.tree import Task
@@ -46,7 +47,7 @@ class Executor:
 
 
 def test_a_slow_until_ends_with_its_iteration_timeout(monkeypatch) -> None:
-    monkeypatch.setattr(groups, "compile_condition", lambda _source: SlowCondition())
+    monkeypatch.setattr(loops, "compile_condition", lambda _source: SlowCondition())
     step = make_task("step", "step")
     loop = make_task(
         "loop",
