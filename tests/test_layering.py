@@ -58,7 +58,7 @@ def test_importing_the_package_does_not_import_prefect() -> None:
 
 ROOT = PACKAGE.parent
 PLUGIN_LOADERS = (
-    "providers/registry.py",  # provider adapters, entry points and `module:` classes
+    "providers/classes.py",  # provider adapters, entry points and `module:` classes
     "loader/code.py",  # the workflow author's tools/*.py modules
     "cli/__init__.py",  # the CLI's subcommands, loaded on first use
     "tools/runtime.py",  # tool-kind runners (http, mcp) registered on import

@@ -21,13 +21,8 @@ from ..messages import (
     message_to_dict,
 )
 from .base import Provider
-from .registry import (
-    ProviderEnv,
-    ProviderOverride,
-    ProviderPool,
-    override_from_env,
-    resolve_provider_class,
-)
+from .classes import ProviderEnv, resolve_provider_class
+from .registry import ProviderOverride, ProviderPool, override_from_env
 
 __all__ = [
     "AssistantMessage",

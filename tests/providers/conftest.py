@@ -57,7 +57,7 @@ def make_wire(kind: str, server: HTTPServer, **kwargs: Any) -> WireServer:
 
 
 def make_provider(kind: str, wire: WireServer, **settings: Any) -> Any:
-    from prefect_folpipe.providers.registry import resolve_provider_class
+    from prefect_folpipe.providers.classes import resolve_provider_class
 
     block: dict[str, Any] = {
         "type": kind,

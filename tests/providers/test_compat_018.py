@@ -207,7 +207,7 @@ def test_a_module_makes_a_block_custom_whatever_its_key(tmp_path):  # type: igno
 
 def test_the_018_fake_provider_points_at_scripted() -> None:
     from prefect_folpipe.errors import ConfigError
-    from prefect_folpipe.providers.registry import resolve_provider_class
+    from prefect_folpipe.providers.classes import resolve_provider_class
 
     with pytest.raises(ConfigError) as info:
         resolve_provider_class(None, "agentflow.providers.fake")

@@ -19,7 +19,7 @@ from prefect_folpipe.messages import (
     ToolResultsMessage,
     UserMessage,
 )
-from prefect_folpipe.providers.registry import resolve_provider_class
+from prefect_folpipe.providers.classes import resolve_provider_class
 from prefect_folpipe.workflow.config import ProviderConfig
 
 pytestmark = pytest.mark.live

@@ -17,7 +17,8 @@ from prefect_folpipe.messages import (
     ToolResultsMessage,
     UserMessage,
 )
-from prefect_folpipe.providers.registry import ProviderEnv, ProviderPool
+from prefect_folpipe.providers.classes import ProviderEnv
+from prefect_folpipe.providers.registry import ProviderPool
 from prefect_folpipe.providers.replay import CassetteRecorder, ReplayProvider
 from prefect_folpipe.workflow.config import ProviderConfig, TaskConfig
 from prefect_folpipe.workflow.tree import EffectiveSettings, ResolvedProvider, Task, Workflow

@@ -12,13 +12,13 @@ from builders import make_task, make_workflow, scripted_provider
 
 from prefect_folpipe.errors import ConfigError
 from prefect_folpipe.messages import ModelRequest, UserMessage
+from prefect_folpipe.providers.classes import resolve_provider_class
 from prefect_folpipe.providers.registry import (
     NO_PROVIDER_MESSAGE,
     ProviderOverride,
     ProviderPool,
     canonical_type,
     override_from_env,
-    resolve_provider_class,
 )
 from prefect_folpipe.providers.scripted import ScriptedProvider
 from prefect_folpipe.workflow.config import ProviderConfig
@@ -166,9 +166,9 @@ def test_aliases_and_legacy_module_names_map_to_builtins() -> None:
 
 
 def test_missing_builtin_module_gives_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    from prefect_folpipe.providers import registry
+    from prefect_folpipe.providers import classes
 
-    monkeypatch.setitem(registry.MODULES, "ghost", "prefect_folpipe.providers.ghost_adapter")
+    monkeypatch.setitem(classes.MODULES, "ghost", "prefect_folpipe.providers.ghost_adapter")
     with pytest.raises(ConfigError) as info:
         resolve_provider_class("ghost")
     assert info.value.code == "FP302" and "ghost" in str(info.value)
