@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 from uuid import UUID
 
-from prefect_folpipe.deploy.status import RESTORED
+from prefect_folpipe.deploy.status import restored_paths
 
 from .server import PREFECT, PrefectServer, stop_process_group
 
@@ -113,12 +113,11 @@ def expand_restored(found: dict[str, str], names: list[str]) -> dict[str, str]:
     out: dict[str, str] = {}
     restored: dict[str, str] = {}
     for name, state in found.items():
-        match = RESTORED.match(name)  # deploy.status reads the same name
-        if match is None:
+        covered = restored_paths(name)  # as `folpipe status` reads the name
+        if covered is None:
             out[name] = state
             continue
-        what = match["what"]
-        tasks = names if what == "every task" else [n.strip() for n in what.split(",")]
+        tasks = names if covered == [""] else covered
         restored.update({task: state for task in tasks})
     return {**out, **restored}
 
