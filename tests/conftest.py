@@ -19,6 +19,7 @@ import pytest
 _HOME = Path(tempfile.mkdtemp(prefix="folpipe-test-home-"))
 os.environ["PREFECT_HOME"] = str(_HOME)
 os.environ["PREFECT_SERVER_ANALYTICS_ENABLED"] = "false"
+os.environ["FOLPIPE_PARSE_CACHE"] = str(_HOME / "parse-cache")  # on, as for users; not ~/.cache
 os.environ["PREFECT_LOGGING_LEVEL"] = os.environ.get("PREFECT_LOGGING_LEVEL", "WARNING")
 os.environ.pop("PREFECT_API_URL", None)
 for _name in ("COLUMNS", "LINES"):  # pytest-xdist's workers set 80 x 24: same output as serial

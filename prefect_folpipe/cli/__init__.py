@@ -6,6 +6,8 @@ Each lives in its own module as a click command named ``command``.
 
 from __future__ import annotations
 
+import atexit
+import gc
 import importlib
 from typing import Any
 
@@ -59,4 +61,18 @@ def cli() -> None:
 
 def main(argv: list[str] | None = None) -> Any:
     """Console-script entry point."""
+    _skip_final_collection()
     return cli.main(args=argv, prog_name="folpipe")
+
+
+def _skip_final_collection() -> None:
+    """At exit, move every object out of the garbage collector's reach. An interpreter's last
+    act is one full collection over everything still alive (after ``folpipe validate`` of a
+    1,000-task tree: ~0.1 s, a tenth of the command) that can free nothing the exit itself
+    would not; exit handlers still run and objects are still finalized."""
+    if not _EXIT_HOOK:
+        atexit.register(gc.freeze)
+        _EXIT_HOOK.append(True)
+
+
+_EXIT_HOOK: list[bool] = []

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ..errors import Diagnostic
 from ..workflow.tree import Task, ToolSpec, Workflow
-from . import _tools
+from . import _tools, parsecache
 from ._cascade import Cascade
 from ._discover import Discovery, RawTask
 from ._hash import file_digests, task_hash
@@ -68,6 +68,8 @@ def load(path: str | Path, *, import_tools: bool = True) -> LoadResult:
     finally:
         if paused:
             gc.enable()
+        if not import_tools:
+            parsecache.flush()
 
 
 def _load(root: Path, import_tools: bool = True) -> LoadResult:

@@ -17,7 +17,7 @@ from ..errors import Severity, did_you_mean
 from ..workflow.envnames import is_dangerous_env_name
 from ..workflow.toolschema import empty_schema
 from ..workflow.tree import ToolSpec
-from . import markdown
+from . import markdown, parsecache
 from .shellparams import CMD_VAR, infer_shell_params
 from .tooldefs import (
     CODE_KINDS,
@@ -32,6 +32,7 @@ from .tooldefs import (
 )
 from .toolpython import build_python
 from .toolsection import Source, spec_of
+from .toolstatic import recorded_lookups
 
 
 def parse_tools_md(
@@ -46,7 +47,8 @@ def parse_tools_md(
     ``import_tools=False`` reads python code blocks without executing them. The file's bytes
     go into ``blobs`` (by path) for the content hash. A file whose stat (inode, size, times)
     is unchanged since it was last parsed in this process is not read again: its tools and
-    diagnostics come from the cache (loading a big workflow twice, ``folpipe serve``)."""
+    diagnostics come from the cache (loading a big workflow twice, ``folpipe serve``); a
+    static reading of bytes read before, in any process, from ``loader.parsecache``."""
     file = Path(path)
     name = str(file)
     try:
@@ -65,7 +67,12 @@ def parse_tools_md(
             text = data.decode("utf-8-sig")
         except (OSError, UnicodeDecodeError) as exc:
             return [], [diagnostic("FP217", f"cannot read tools.md: {exc}", file, None, owner)]
-        tools, diagnostics = _parse_text(text, file, owner, import_tools)
+        if import_tools:
+            tools, diagnostics = _parse_text(text, file, owner, import_tools)
+        else:  # a static reading depends on the bytes (and imports found): kept on disk
+            tools, diagnostics = parsecache.cached_parse(
+                data, name, owner, lambda: _parse_text(text, file, owner, False), recorded_lookups
+            )
         if len(_PARSED) >= MAX_PARSED:
             _PARSED.clear()
         _PARSED[key] = (stamp, data, tools, diagnostics)

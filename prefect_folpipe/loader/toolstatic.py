@@ -24,6 +24,8 @@ import ast
 import importlib.util
 import typing
 from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -142,17 +144,41 @@ def _names_system_exit(node: ast.expr | None) -> bool:
     )
 
 
+_LOOKUPS: ContextVar[list[tuple[str, bool]] | None] = ContextVar("folpipe_lookups", default=None)
+
+
+@contextmanager
+def recorded_lookups() -> Iterator[list[tuple[str, bool]]]:
+    """Collect ``(module, found)`` for every module looked up inside the block: what a
+    static reading depends on besides the source (``loader.parsecache``)."""
+    made: list[tuple[str, bool]] = []
+    token = _LOOKUPS.set(made)
+    try:
+        yield made
+    finally:
+        _LOOKUPS.reset(token)
+
+
+def module_found(name: str) -> bool:
+    """Whether the top-level module ``name`` can be imported here (located, not imported)."""
+    try:
+        found = importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        found = False
+    made = _LOOKUPS.get()
+    if made is not None:
+        made.append((name, found))
+    return found
+
+
 def _find(module: str, line: int) -> None:
     top = module.split(".")[0]
-    try:
-        found = importlib.util.find_spec(top)
-    except (ImportError, ValueError):
-        found = None
-    if top == AGENTFLOW and found is None:  # folpipe 0.1.8's modules, answered while loading
+    found = module_found(top)
+    if top == AGENTFLOW and not found:  # folpipe 0.1.8's modules, answered while loading
         if module in AGENTFLOW_MODULES:
             return
         top = module
-    if found is None:
+    if not found:
         raise StaticProblem(f"ModuleNotFoundError: No module named {top!r}", line, top)
 
 
