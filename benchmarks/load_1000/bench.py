@@ -15,6 +15,7 @@ tools.md used by some leaves, a graph group with depends_on edges and a loop gro
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import resource
 import statistics
@@ -22,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from prefect_folpipe.loader import _files, toolsmd
@@ -163,30 +165,65 @@ def interleaved(fns: dict[str, object], repeat: int) -> dict[str, tuple[list[flo
     return out
 
 
-def fresh_cli(root: Path, pycache: Path) -> tuple[float, float, float, float]:
+def fresh_cli(
+    root: Path, pycache: Path, parse_cache: Callable[[], str]
+) -> tuple[float, float, float, float]:
     """Wall seconds of ``folpipe validate <root>`` in a new process and of a new interpreter
     that only imports pydantic and PyYAML (the floor of any such process), then the CPU
     seconds of each. ``pycache``: the bytecode cache an installed package has (this VM sets
     PYTHONDONTWRITEBYTECODE=1, which would compile every module of the package from source
-    in each process: ~0.1 s that no installed copy pays)."""
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env["PYTHONPYCACHEPREFIX"] = str(pycache)
+    in each process: ~0.1 s that no installed copy pays). ``parse_cache()``: the
+    ``FOLPIPE_PARSE_CACHE`` each validate process gets (``0``: none)."""
+    base = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    base["PYTHONPYCACHEPREFIX"] = str(pycache)
+
+    def env() -> dict[str, str]:
+        return {**base, "FOLPIPE_PARSE_CACHE": parse_cache()}
 
     def wall(cmd: list[str]) -> float:
         started = time.perf_counter()
-        subprocess.run(cmd, capture_output=True, check=True, env=env)
+        subprocess.run(cmd, capture_output=True, check=True, env=env())
         return time.perf_counter() - started
 
     def cpu(cmd: list[str]) -> float:
         """CPU seconds (user + system) of the child: what load on the machine inflates least."""
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        subprocess.run(cmd, capture_output=True, check=True, env=env)
+        subprocess.run(cmd, capture_output=True, check=True, env=env())
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
     validate_cmd = [sys.executable, "-m", "prefect_folpipe", "validate", str(root)]
     floor_cmd = [sys.executable, "-c", "import pydantic, yaml"]
     return wall(validate_cmd), wall(floor_cmd), cpu(validate_cmd), cpu(floor_cmd)
+
+
+FRESH = {
+    "kept": "fresh validate, validated before",
+    "first": "fresh validate, first time",
+    "off": "fresh validate, parse cache off",
+}
+"""The fresh-process cases: the tree validated before (its tools.md readings in the parse
+cache), never validated on this machine (an empty cache: a CI runner, the wall time includes
+writing the cache), and the cache turned off."""
+
+
+def fresh_clis(root: Path, scratch: Path, rounds: int) -> dict[str, list[tuple[float, ...]]]:
+    """Each fresh-process case ``rounds`` times, interleaved."""
+    pycache, empty = scratch / "pycache", itertools.count()
+
+    def kept() -> str:
+        return str(scratch / "parse-cache")
+
+    def first() -> str:
+        return str(scratch / f"empty-{next(empty)}")
+
+    fresh_cli(root, pycache, kept)  # fills the bytecode cache and the parse cache
+    out: dict[str, list[tuple[float, ...]]] = {key: [] for key in FRESH}
+    for _ in range(rounds):
+        out["kept"].append(fresh_cli(root, pycache, kept))
+        out["first"].append(fresh_cli(root, pycache, first))
+        out["off"].append(fresh_cli(root, pycache, lambda: "0"))
+    return out
 
 
 def issue15(repeat: int) -> int:
@@ -208,8 +245,7 @@ def issue15(repeat: int) -> int:
             {"floor": lambda: floor(root), "warm": lambda: load_workflow(root), "first": first},
             repeat,
         )
-        fresh_cli(root, Path(tmp) / "pycache")  # fills the bytecode cache
-        clis = [fresh_cli(root, Path(tmp) / "pycache") for _ in range(max(3, repeat // 2))]
+        clis = fresh_clis(root, Path(tmp), max(3, repeat // 2))
     print(f"tasks: {count}  (median of {repeat}, interleaved)")
     print("                                         wall ms    cpu ms   cpu / floor")
     floor_cpu = med(runs["floor"][1])
@@ -220,8 +256,11 @@ def issue15(repeat: int) -> int:
     ]:
         wall, cpu = med(runs[key][0]), med(runs[key][1])
         print(f"{label:40} {wall * 1e3:8.1f}  {cpu * 1e3:8.1f}  {cpu / floor_cpu:8.2f}")
-    validate, bare, validate_cpu, bare_cpu = (med([c[i] for c in clis]) for i in range(4))
-    print(f"fresh `folpipe validate` {validate * 1e3:24.1f}  {validate_cpu * 1e3:8.1f}")
+    for key, label in FRESH.items():
+        validate, _, validate_cpu, _ = (med([c[i] for c in clis[key]]) for i in range(4))
+        print(f"{label:40} {validate * 1e3:8.1f}  {validate_cpu * 1e3:8.1f}")
+    every = [c for runs_of_case in clis.values() for c in runs_of_case]
+    bare, bare_cpu = med([c[1] for c in every]), med([c[3] for c in every])
     print(f"fresh python importing pydantic + yaml   {bare * 1e3:8.1f}  {bare_cpu * 1e3:8.1f}")
     return 0
 
