@@ -12,28 +12,20 @@ import asyncio
 import json
 import os
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
-TERMINAL = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # tests.records, run as a script
 
 
 async def task_runs(flow_run_id: str, expected: int) -> list[dict[str, Any]]:
     """Every task run of the flow run (nested ones included) once all are final."""
     from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
 
+    from tests.records import recorded_task_runs
+
+    runs = await recorded_task_runs(flow_run_id, count=expected, timeout=30)
     async with get_client() as client:
-        deadline = time.monotonic() + 30
-        while True:  # task runs are recorded from events, a moment after the run
-            runs = await client.read_task_runs(
-                flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id]))
-            )
-            settled = all(run.state_type and run.state_type.value in TERMINAL for run in runs)
-            if (len(runs) >= expected and settled) or time.monotonic() > deadline:
-                break
-            await asyncio.sleep(0.5)
         return [await describe(client, run) for run in runs]
 
 
