@@ -38,10 +38,8 @@ UNFINISHED_STATES = [StateType.RUNNING, StateType.PENDING, StateType.SCHEDULED, 
 def _unreported(root: Path) -> list[dict[str, Any]]:
     return [
         record
-        for record in list_runs(root)
-        if record.get("status") == "crashed"
-        and record.get("flow_run_id")
-        and not record.get("crash_reported")
+        for record in list_runs(root, statuses=("crashed",))
+        if record.get("flow_run_id") and not record.get("crash_reported")
     ]
 
 

@@ -12,10 +12,11 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import socket
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -101,8 +102,8 @@ class RunRecord:
     ) -> RunRecord:
         now = _now()
         data = {
+            "status": "running",  # first: a reader can tell a record's status from its start
             "workflow": workflow.name,
-            "status": "running",
             "flow_run_id": flow_run_id,
             "started_at": now.isoformat(),
             "finished_at": None,
@@ -135,6 +136,7 @@ class RunRecord:
         self.end(result.status, result.tasks, error)
         if result.status == "completed" and self.data.get("resumed_from"):
             _mark_resumed(self.path.parent / str(self.data["resumed_from"]), self.name)
+        prune_runs(self.path.parent)
 
     def end(self, status: str, tasks: list[dict[str, Any]], error: str | None) -> None:
         self.data.update(
@@ -207,26 +209,75 @@ def save_run_record(
     return record.path if record.path.exists() else None
 
 
-def list_runs(root_dir: Path) -> list[dict[str, Any]]:
-    """Every readable run record, oldest start first (each with its ``file``)."""
-    folder = runs_dir(root_dir)
+def list_runs(root_dir: Path, statuses: Collection[str] | None = None) -> list[dict[str, Any]]:
+    """Every readable run record, oldest start first (each with its ``file``); only those
+    with one of ``statuses`` when given (the others are told by their first bytes and not
+    read: a run start looks for the few records still ``running`` among many finished)."""
     records = []
-    for file in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+    for file in _record_files(runs_dir(root_dir)):
+        if statuses is not None and peek_status(file) not in (*statuses, None):
+            continue
         try:
             data = json.loads(file.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
-        if isinstance(data, dict):
+        if isinstance(data, dict) and (statuses is None or data.get("status") in statuses):
             data["file"] = str(file)
             records.append(data)
     return records
 
 
+def _record_files(folder: Path) -> list[Path]:
+    return sorted(folder.glob("*.json")) if folder.is_dir() else []
+
+
+_STATUS_HEAD = re.compile(rb'\A\{\s*"status":\s*"([a-z_]+)"')
+
+
+def peek_status(file: Path) -> str | None:
+    """A record's status from its first bytes (records are written status first); ``None``
+    when they do not say (an older record, an unreadable file): read it whole."""
+    try:
+        with open(file, "rb") as handle:
+            head = handle.read(64)
+    except OSError:
+        return None
+    match = _STATUS_HEAD.match(head)
+    return match.group(1).decode() if match else None
+
+
+KEEP_RUNS = 200
+"""Run records kept per workflow: the newest; older ones go when a run ends, except records
+of runs still ``running``. Prefect keeps the flow runs' history; these are for ``resume``."""
+
+
+def prune_runs(folder: Path, keep: int | None = None) -> int:
+    """Delete the records older than the newest ``keep`` (default :data:`KEEP_RUNS`), never a
+    ``running`` one; how many went."""
+    keep = KEEP_RUNS if keep is None else keep
+    removed = 0
+    for file in _record_files(folder)[:-keep] if keep > 0 else []:
+        status = peek_status(file)
+        if status is None:
+            try:
+                status = json.loads(file.read_text(encoding="utf-8")).get("status")
+            except (OSError, ValueError, AttributeError):
+                status = None
+        if status == "running":
+            continue
+        try:
+            file.unlink()
+            removed += 1
+        except OSError:
+            continue
+    return removed
+
+
 def settle_dead_runs(root_dir: Path) -> list[dict[str, Any]]:
     """Mark ``crashed`` every record still ``running`` whose process is gone; returns them."""
     crashed = []
-    for record in list_runs(root_dir):
-        if record.get("status") != "running" or process_alive(record) is not False:
+    for record in list_runs(root_dir, statuses=("running",)):
+        if process_alive(record) is not False:
             continue
         file = Path(record.pop("file"))
         record.update(

@@ -16,9 +16,12 @@ from prefect_folpipe.compile.report import RunResult, RunTracker
 from prefect_folpipe.compile.runs import (
     RunRecord,
     list_runs,
+    peek_status,
     process_alive,
     resumable_run,
+    settle_dead_runs,
     this_process,
+    write_record,
 )
 from prefect_folpipe.errors import ProviderError
 
@@ -119,3 +122,53 @@ def test_a_record_from_another_host_or_a_reused_pid_is_judged_right() -> None:
     assert process_alive({**me, "host": "elsewhere"}) is None
     assert process_alive({**me, "process_started": "1"}) is False  # the pid now is someone else
     assert process_alive({**me, "boot_id": "another-boot"}) is False
+
+
+def _finished_records(tmp_path: Path, count: int) -> list[Path]:
+    folder = tmp_path / ".folpipe" / "runs"
+    files = []
+    for index in range(count):
+        file = folder / f"20260101T{index:06d}000000-done{index:02d}.json"
+        write_record(file, {"status": "completed", "workflow": "wf", "tasks": []})
+        files.append(file)
+    return files
+
+
+def test_a_run_start_reads_only_the_records_still_running(tmp_path: Path) -> None:
+    """Finished records are told by their first bytes and not parsed: a start's search for
+    dead runs costs the few still ``running``, however long the history."""
+    finished = _finished_records(tmp_path, 30)
+    for file in finished:  # what follows the status is never read: make it unreadable
+        file.write_text(file.read_text()[:40] + "\x00 not json")
+    workflow = _workflow(tmp_path)
+    dead = RunRecord.start(workflow, {}, RunOptions(), "killed")
+    dead.data.update(pid=_dead_pid(), process_started="1")
+    dead.save()
+    old_style = tmp_path / ".folpipe" / "runs" / "20250101T000000000000-oldstyle.json"
+    old_style.write_text(json.dumps({"workflow": "wf", **dead.data, "flow_run_id": "older"}))
+
+    assert peek_status(finished[0]) == "completed" and peek_status(old_style) is None
+    assert [r["flow_run_id"] for r in list_runs(tmp_path, statuses=("running",))] == [
+        "older",
+        "killed",
+    ]
+    crashed = settle_dead_runs(tmp_path)
+    assert sorted(r["flow_run_id"] for r in crashed) == ["killed", "older"]
+    assert [r["status"] for r in list_runs(tmp_path)] == [
+        "crashed",
+        "crashed",
+    ]  # the rest: unreadable
+
+
+def test_old_records_go_when_a_run_ends_but_never_a_running_one(
+    tmp_path: Path, monkeypatch
+) -> None:
+    monkeypatch.setattr("prefect_folpipe.compile.runs.KEEP_RUNS", 5)
+    workflow = _workflow(tmp_path)
+    live = tmp_path / ".folpipe" / "runs" / "20250101T000000000000-live00.json"
+    write_record(live, {"status": "running", "workflow": "wf", **this_process()})
+    finished = _finished_records(tmp_path, 8)
+    record = RunRecord.start(workflow, {}, RunOptions(), "latest")
+    record.finish(_result("completed"))
+    left = sorted(p.name for p in (tmp_path / ".folpipe" / "runs").glob("*.json"))
+    assert left == sorted([live.name, *(f.name for f in finished[-4:]), record.name])
