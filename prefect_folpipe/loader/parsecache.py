@@ -18,11 +18,13 @@ corrupt) turns it off for the process: validation never depends on it.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import sqlite3
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import fields
@@ -66,30 +68,37 @@ class ParseCache:
         self.folder = folder
         self.build = build
         self._db: sqlite3.Connection | None = None
+        self._pid = os.getpid()
+        self._lock = threading.Lock()  # one connection, any thread that loads
         self._pending: dict[str, str] = {}
         self._broken = False
 
     def get(self, key: str) -> str | None:
-        db = self._connect()
-        if db is None:
-            return None
-        try:
-            row = db.execute("SELECT value FROM parses WHERE key = ?", (key,)).fetchone()
-        except sqlite3.Error:
-            self._close(broken=True)
-            return None
-        return row[0] if row else None
+        with self._lock:
+            db = self._connect()
+            if db is None:
+                return None
+            try:
+                row = db.execute("SELECT value FROM parses WHERE key = ?", (key,)).fetchone()
+            except sqlite3.Error:
+                self._close(broken=True)
+                return None
+            return row[0] if row else None
 
     def put(self, key: str, value: str) -> None:
-        if not self._broken:
-            self._pending[key] = value
+        with self._lock:
+            if not self._broken:
+                self._pending[key] = value
 
     def flush(self) -> None:
         """Write the queued entries in one transaction, then drop expired ones."""
-        if not self._pending:
-            return
+        with self._lock:
+            if self._pending:
+                self._write(self._pending)
+            self._pending = {}
+
+    def _write(self, pending: dict[str, str]) -> None:
         db = self._connect()
-        pending, self._pending = self._pending, {}
         if db is None:
             return
         now = time.time()
@@ -114,6 +123,8 @@ class ParseCache:
             self._close(broken=True)
 
     def _connect(self) -> sqlite3.Connection | None:
+        if self._pid != os.getpid():  # a forked child: the parent's connection is not its own
+            self._db, self._pid, self._pending = None, os.getpid(), {}
         if self._db is not None or self._broken:
             return self._db
         try:
@@ -121,7 +132,7 @@ class ParseCache:
             path = self.folder / FILE
             descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
             os.close(descriptor)
-            db = sqlite3.connect(path, timeout=2.0, isolation_level=None)
+            db = sqlite3.connect(path, timeout=2.0, isolation_level=None, check_same_thread=False)
             db.execute("PRAGMA journal_mode=WAL")  # readers never wait for a writer
             db.execute("PRAGMA synchronous=NORMAL")
             db.execute(
@@ -136,7 +147,8 @@ class ParseCache:
 
     def _close(self, *, broken: bool) -> None:
         if self._db is not None:
-            self._db.close()
+            with contextlib.suppress(sqlite3.Error):
+                self._db.close()
         self._db = None
         self._broken = self._broken or broken
         if broken:

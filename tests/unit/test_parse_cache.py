@@ -277,3 +277,17 @@ def test_fresh_validate_processes_agree_with_and_without_the_cache(
     assert _rows(cache_dir) == 1
     assert stored == reused == off
     assert stored["ok"] is False and stored["errors"]  # the broken section is reported each time
+
+
+def test_loads_in_other_threads_share_the_cache(
+    tmp_path: Path, cache_dir: Path, parses: list[str]
+) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    root = _workflow(tmp_path / "wf", _tools_md())
+    first = _validate(root)
+    toolsmd._PARSED.clear()  # the same process, not the same thread: the stored entry serves
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        results = list(pool.map(lambda _: _validate(root), range(4)))
+    assert all(result == first for result in results)
+    assert len(parses) == 1
