@@ -69,7 +69,7 @@ def load(path: str | Path, *, import_tools: bool = True) -> LoadResult:
         if paused:
             gc.enable()
         if not import_tools:
-            parsecache.flush()
+            parsecache.flush()  # what this load stored, and the cache closed
 
 
 def _load(root: Path, import_tools: bool = True) -> LoadResult:

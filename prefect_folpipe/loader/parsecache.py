@@ -91,11 +91,13 @@ class ParseCache:
                 self._pending[key] = value
 
     def flush(self) -> None:
-        """Write the queued entries in one transaction, then drop expired ones."""
+        """Write the queued entries in one transaction, drop expired ones, and close the file
+        until the next load (no journal left beside it)."""
         with self._lock:
             if self._pending:
                 self._write(self._pending)
             self._pending = {}
+            self._close(broken=False)
 
     def _write(self, pending: dict[str, str]) -> None:
         db = self._connect()
@@ -169,7 +171,7 @@ def shared_cache() -> ParseCache | None:
 
 
 def flush() -> None:
-    """Commit what this process's parses queued (the loader calls it after a load)."""
+    """Commit what this process's parses queued and close the cache (after each load)."""
     for cache in _CACHE.values():
         if cache is not None:
             cache.flush()

@@ -291,3 +291,12 @@ def test_loads_in_other_threads_share_the_cache(
         results = list(pool.map(lambda _: _validate(root), range(4)))
     assert all(result == first for result in results)
     assert len(parses) == 1
+
+
+def test_nothing_is_left_open_beside_the_cache_after_a_load(
+    tmp_path: Path, cache_dir: Path
+) -> None:
+    root = _workflow(tmp_path / "wf", _tools_md())
+    _validate(root)
+    _validate(root)
+    assert sorted(p.name for p in cache_dir.iterdir()) == [parsecache.FILE]  # no -wal, -shm
