@@ -127,3 +127,16 @@ def write_workflow(root: Path, files: Mapping[str, Any]) -> Path:
     if isinstance(replies, dict):
         files["replies.yaml"] = {"default": "ok", **replies}
     return write_files(root, files)
+
+
+def forget_parses() -> None:
+    """Forget what this process parsed and close the parse cache: the loader then starts as
+    a new ``folpipe validate`` process would (the on-disk parse cache stays)."""
+    from prefect_folpipe.loader import _files, parsecache, toolsmd
+
+    toolsmd._PARSED.clear()
+    _files._PARSED.clear()
+    for cache in parsecache._CACHE.values():
+        if cache is not None:
+            cache._close(broken=False)
+    parsecache._CACHE.clear()

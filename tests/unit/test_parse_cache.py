@@ -19,7 +19,7 @@ import pytest
 
 from prefect_folpipe.loader import parsecache, toolsmd
 from prefect_folpipe.validate import check
-from tests.builders import write_files
+from tests.builders import forget_parses, write_files
 
 TOOL = """## lookup
 > type: python
@@ -80,13 +80,7 @@ def parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return seen
 
 
-def _new_process() -> None:
-    """Forget what this process parsed, as a new ``folpipe validate`` would start."""
-    toolsmd._PARSED.clear()
-    for cache in parsecache._CACHE.values():
-        if cache is not None:
-            cache._close(broken=False)
-    parsecache._CACHE.clear()
+_new_process = forget_parses
 
 
 def _validate(root: Path) -> tuple[list[object], list[object]]:
