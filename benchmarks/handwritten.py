@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from pathlib import Path
 from typing import Any
 
-from prefect import flow, task
+from prefect import flow, get_run_logger, task
 from prefect.cache_policies import INPUTS
 
 REPORT_WRITERS = 4
@@ -24,6 +25,18 @@ async def _report(markdown: str, key: str) -> None:
     slot = _SLOTS.setdefault(id(asyncio.get_running_loop()), asyncio.Semaphore(REPORT_WRITERS))
     async with slot:
         await acreate_markdown_artifact(markdown, key=key)
+
+
+def _say_call(turn: int, tools: int) -> None:
+    """The progress line folpipe logs after a model call (flows run with ``logged=True``)."""
+    get_run_logger().info(
+        "model call %d: %d in / %d out tokens, %d tool call(s)", turn, 1000 + turn, 12, tools
+    )
+
+
+def _say_tool(name: str, seconds: float) -> None:
+    """The line folpipe logs after a tool call."""
+    get_run_logger().info("tool %s ok in %.3fs", name, seconds)
 
 
 @task
@@ -70,9 +83,12 @@ async def sequential_chain_checkpointed(count: int = 200, storage: str = "") -> 
 
 
 @task
-async def reported_call(name: str, latency: float) -> str:
-    """``model_call`` plus the report a Prefect user writes for it: a markdown artifact."""
+async def reported_call(name: str, latency: float, logged: bool = False) -> str:
+    """``model_call`` plus the report a Prefect user writes for it: a markdown artifact
+    (``logged``: and the line folpipe logs for the call)."""
     await asyncio.sleep(latency)
+    if logged:
+        _say_call(1, 0)
     await _report(f"# {name}\n\nok", key=name.replace("_", "-"))
     return f"{name}: ok"
 
@@ -104,12 +120,19 @@ def probe(query: str, limit: int = 3) -> dict:
 
 
 @task
-async def tool_leaf(name: str, latency: float) -> str:
+async def tool_leaf(name: str, latency: float, logged: bool = False) -> str:
     """A leaf of the wide tree doing folpipe's work: a model call asking for the tool, the
-    tool call, a second model call answering, and its markdown report."""
+    tool call, a second model call answering, and its markdown report (``logged``: and the
+    three progress lines folpipe logs for them)."""
     await asyncio.sleep(latency)
+    started = time.perf_counter()
     result = await asyncio.to_thread(probe, "prefect")
+    if logged:
+        _say_call(1, 1)
+        _say_tool("probe", time.perf_counter() - started)
     await asyncio.sleep(latency)
+    if logged:
+        _say_call(2, 0)
     report = f"# {name}\n\n## Tool calls\n\nprobe: {result}\n\n## Output\n\ndone"
     await _report(report, key=name.replace("_", "-").replace("/", "-"))
     return f"{name}: done"
@@ -125,30 +148,43 @@ async def bare_leaf(name: str, latency: float) -> str:
 
 
 @task
-async def branch_task(index: int, leaves: int, latency: float, storage: str) -> list[str]:
+async def branch_task(
+    index: int, leaves: int, latency: float, storage: str, logged: bool = False
+) -> list[str]:
     """A branch as a parent task run with its leaves nested in it (as folpipe maps one)."""
-    leaf = _checkpointed(tool_leaf, storage) if storage else bare_leaf
-    return await asyncio.gather(*[leaf(f"b{index}/q{i}", latency) for i in range(leaves)])
+    if not storage:
+        return await asyncio.gather(*[bare_leaf(f"b{index}/q{i}", latency) for i in range(leaves)])
+    leaf = _checkpointed(tool_leaf, storage)
+    return await asyncio.gather(*[leaf(f"b{index}/q{i}", latency, logged) for i in range(leaves)])
 
 
 @flow
 async def wide_tree_same_work(
-    branches: int = 10, leaves: int = 99, latency: float = 0.0, storage: str = ""
+    branches: int = 10,
+    leaves: int = 99,
+    latency: float = 0.0,
+    storage: str = "",
+    logged: bool = False,
 ) -> list[list[str]]:
     """Issue 15 point 3: ``branches`` parallel branches (parent task runs) of ``leaves``
     parallel leaves, each calling its tool, persisting its result and writing its report
-    (``storage=""``: bare, nothing persisted or reported)."""
+    (``storage=""``: bare, nothing persisted or reported; ``logged``: each leaf also logs
+    folpipe's progress lines)."""
     return await asyncio.gather(
-        *[branch_task(b, leaves, latency, storage) for b in range(branches)]
+        *[branch_task(b, leaves, latency, storage, logged) for b in range(branches)]
     )
 
 
 @flow
-async def wide_group_same_work(count: int = 500, latency: float = 0.0, storage: str = ""):
+async def wide_group_same_work(
+    count: int = 500, latency: float = 0.0, storage: str = "", logged: bool = False
+):
     """Issue 15 point 3: one parallel group of ``count`` leaves doing folpipe's work
-    (``storage=""``: bare)."""
-    call = _checkpointed(reported_call, storage) if storage else model_call
-    return await asyncio.gather(*[call(f"item_{i}", latency) for i in range(count)])
+    (``storage=""``: bare; ``logged``: each leaf also logs folpipe's progress line)."""
+    if not storage:
+        return await asyncio.gather(*[model_call(f"item_{i}", latency) for i in range(count)])
+    call = _checkpointed(reported_call, storage)
+    return await asyncio.gather(*[call(f"item_{i}", latency, logged) for i in range(count)])
 
 
 @task(persist_result=True, cache_policy=INPUTS)
