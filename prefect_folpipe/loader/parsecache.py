@@ -33,6 +33,7 @@ from typing import Any
 
 from ..errors import Diagnostic, Severity
 from ..workflow.tree import ToolSpec
+from .toolstatic import module_found, recorded_lookups
 
 ENV = "FOLPIPE_PARSE_CACHE"
 OFF = frozenset({"0", "off", "false", "no"})
@@ -204,12 +205,10 @@ def _sources(folder: str) -> Iterator[str]:
                 yield entry.path
 
 
-def cached_parse(
-    data: bytes, file: str, owner: str, parse: Callable[[], Parsed], lookups: Callable[[], Any]
-) -> Parsed:
+def cached_parse(data: bytes, file: str, owner: str, parse: Callable[[], Parsed]) -> Parsed:
     """``parse()``'s result for this file, from the cache when an entry for these bytes is
-    there and its import lookups still come out the same; else parsed and queued.
-    ``lookups()`` is a context manager collecting the import lookups the parse makes."""
+    there and its import lookups still come out the same; else parsed (its lookups
+    recorded) and queued."""
     cache = shared_cache()
     if cache is None:
         return parse()
@@ -221,7 +220,7 @@ def cached_parse(
         hit = _decode(stored)
         if hit is not None and _still_found(hit[1]):
             return hit[0]
-    with lookups() as made:
+    with recorded_lookups() as made:
         result = parse()
     value = _encode(result, made)
     if value is not None:
@@ -230,8 +229,6 @@ def cached_parse(
 
 
 def _still_found(lookups: Lookups) -> bool:
-    from .toolstatic import module_found
-
     return all(module_found(module) == found for module, found in lookups)
 
 
@@ -259,7 +256,7 @@ def _decode(text: str) -> tuple[Parsed, Lookups] | None:
         tools = [ToolSpec(**dict(zip(_TOOL_FIELDS, row, strict=True))) for row in payload["tools"]]
         diagnostics = [_diagnostic(row) for row in payload["diagnostics"]]
         lookups = [(str(module), bool(found)) for module, found in payload["lookups"]]
-    except (ValueError, TypeError, KeyError):
+    except (ValueError, TypeError, KeyError, RecursionError):
         return None
     return (tools, diagnostics), lookups
 

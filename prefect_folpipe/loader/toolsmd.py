@@ -32,7 +32,6 @@ from .tooldefs import (
 )
 from .toolpython import build_python
 from .toolsection import Source, spec_of
-from .toolstatic import recorded_lookups
 
 
 def parse_tools_md(
@@ -71,7 +70,7 @@ def parse_tools_md(
             tools, diagnostics = _parse_text(text, file, owner, import_tools)
         else:  # a static reading depends on the bytes (and imports found): kept on disk
             tools, diagnostics = parsecache.cached_parse(
-                data, name, owner, lambda: _parse_text(text, file, owner, False), recorded_lookups
+                data, name, owner, lambda: _parse_text(text, file, owner, False)
             )
         if len(_PARSED) >= MAX_PARSED:
             _PARSED.clear()
