@@ -125,10 +125,11 @@ async def tool_leaf(name: str, latency: float, logged: bool = False) -> str:
     tool call, a second model call answering, and its markdown report (``logged``: and the
     three progress lines folpipe logs for them)."""
     await asyncio.sleep(latency)
+    if logged:
+        _say_call(1, 1)
     started = time.perf_counter()
     result = await asyncio.to_thread(probe, "prefect")
     if logged:
-        _say_call(1, 1)
         _say_tool("probe", time.perf_counter() - started)
     await asyncio.sleep(latency)
     if logged:
