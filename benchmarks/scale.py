@@ -41,13 +41,20 @@ def settle(limit_s: float = 180.0) -> None:
     CPU under ``IDLE_CPU`` s per second, at most ``limit_s``): on a loaded machine a fixed
     sleep left a 1,000-task run's backlog to the next measurement."""
     time.sleep(SETTLE_S)
+    server_idle_at(limit_s)
+
+
+def server_idle_at(limit_s: float) -> float:
+    """When (``perf_counter``) the server's CPU first went idle: the first second in which it
+    used under ``IDLE_CPU`` s (1 s resolution; after ``limit_s``, the time it gave up)."""
     deadline = time.monotonic() + limit_s
     while time.monotonic() < deadline:
         servers = server_processes()
-        before = _cpu(servers)
+        checked, before = time.perf_counter(), _cpu(servers)
         time.sleep(1.0)
         if _cpu(servers) - before < IDLE_CPU:
-            return
+            return checked
+    return time.perf_counter()
 
 
 def server_processes() -> list[psutil.Process]:
@@ -93,14 +100,7 @@ def recorded_after(started: float, limit_s: float = 300.0) -> float:
     """Seconds from ``started`` until the server has recorded a run: its CPU idle (under
     ``IDLE_CPU`` s a second) for the first time. A SQLite server records a big run's events
     for tens of seconds after the run returns, whoever ran it (1 s resolution)."""
-    deadline = time.monotonic() + limit_s
-    while time.monotonic() < deadline:
-        servers = server_processes()
-        checked, before = time.perf_counter(), _cpu(servers)
-        time.sleep(1.0)
-        if _cpu(servers) - before < IDLE_CPU:
-            return checked - started
-    return time.perf_counter() - started
+    return server_idle_at(limit_s) - started
 
 
 def run_folpipe(path: Path, meter: Meter, **options: Any) -> tuple[dict[str, float], Any]:
