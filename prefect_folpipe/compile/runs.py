@@ -189,12 +189,19 @@ def write_record(path: Path, data: Mapping[str, Any]) -> bool:
 
 
 def _mark_resumed(path: Path, by: str) -> None:
+    data = read_record(path)
+    if data is not None:
+        data["resumed_by"] = by
+        write_record(path, data)
+
+
+def read_record(file: Path) -> dict[str, Any] | None:
+    """A run record's data (``None``: unreadable, not JSON, not a record)."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(file.read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return
-    data["resumed_by"] = by
-    write_record(path, data)
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def save_run_record(
@@ -217,11 +224,8 @@ def list_runs(root_dir: Path, statuses: Collection[str] | None = None) -> list[d
     for file in _record_files(runs_dir(root_dir)):
         if statuses is not None and peek_status(file) not in (*statuses, None):
             continue
-        try:
-            data = json.loads(file.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        if isinstance(data, dict) and (statuses is None or data.get("status") in statuses):
+        data = read_record(file)
+        if data is not None and (statuses is None or data.get("status") in statuses):
             data["file"] = str(file)
             records.append(data)
     return records
@@ -257,12 +261,7 @@ def prune_runs(folder: Path, keep: int | None = None) -> int:
     keep = KEEP_RUNS if keep is None else keep
     removed = 0
     for file in _record_files(folder)[:-keep] if keep > 0 else []:
-        status = peek_status(file)
-        if status is None:
-            try:
-                status = json.loads(file.read_text(encoding="utf-8")).get("status")
-            except (OSError, ValueError, AttributeError):
-                status = None
+        status = peek_status(file) or (read_record(file) or {}).get("status")
         if status == "running":
             continue
         try:
