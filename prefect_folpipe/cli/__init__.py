@@ -70,9 +70,5 @@ def _skip_final_collection() -> None:
     act is one full collection over everything still alive (after ``folpipe validate`` of a
     1,000-task tree: ~0.1 s, a tenth of the command) that can free nothing the exit itself
     would not; exit handlers still run and objects are still finalized."""
-    if not _EXIT_HOOK:
-        atexit.register(gc.freeze)
-        _EXIT_HOOK.append(True)
-
-
-_EXIT_HOOK: list[bool] = []
+    atexit.unregister(gc.freeze)  # once, however often main() runs in a process
+    atexit.register(gc.freeze)
