@@ -16,6 +16,7 @@ import functools
 import json
 import logging
 import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -124,6 +125,8 @@ class CheckpointStorage(LocalFileSystem):
         base = _resolved_folder(self.basepath or ".")
         if path is None:
             return Path(base)
+        if _plain_file(base, path):  # a record's own name: no symlink to follow
+            return Path(base, path)
         target = os.path.realpath(os.path.join(base, os.path.expanduser(path)))
         if target != base and not target.startswith(base.rstrip(os.sep) + os.sep):
             raise ValueError(f"Provided path {target} is outside of the base path {base}.")
@@ -145,6 +148,16 @@ class CheckpointStorage(LocalFileSystem):
             handle.write(content)
         os.chmod(target, 0o600)  # an existing file keeps its mode through O_CREAT
         return str(target)
+
+
+def _plain_file(base: str, name: str) -> bool:
+    """``name`` is one path component naming a regular file (not a link) in ``base``."""
+    if name in ("", ".", "..") or name.startswith("~") or os.sep in name:
+        return False
+    try:
+        return stat.S_ISREG(os.lstat(os.path.join(base, name)).st_mode)
+    except (OSError, ValueError):
+        return False
 
 
 @functools.lru_cache(maxsize=64)

@@ -70,6 +70,7 @@ class CheckpointReader:
         self._stores: dict[int, Any] = {}
         self._listings: dict[str, frozenset[str]] = {}
         self._seen: dict[str, _Hit | None] = {}
+        self._refresh_setting: bool | None = None
 
     async def read(
         self, options: Mapping[str, Any], parameters: dict[str, Any], leaf: Callable[[], Any]
@@ -78,7 +79,7 @@ class CheckpointReader:
         ``parameters``, or ``None`` (``leaf()`` builds its Prefect task: the first read
         resolves the result store from it)."""
         key_fn = options.get("cache_key_fn")
-        if key_fn is None or options.get("cache_policy") is NO_CACHE or _refreshes(options):
+        if key_fn is None or options.get("cache_policy") is NO_CACHE or self._refreshes(options):
             return None
         try:
             key = key_fn(None, parameters)
@@ -122,6 +123,16 @@ class CheckpointReader:
             store = self._stores[marker] = await get_result_store().aupdate_for_task(leaf())
         return store
 
+    def _refreshes(self, options: Mapping[str, Any]) -> bool:
+        """``refresh_cache`` (``--fresh``), else Prefect's setting (read once per run: a
+        setting's ``value()`` costs about as much as reading a checkpoint)."""
+        refresh = options.get("refresh_cache")
+        if refresh is not None:
+            return bool(refresh)
+        if self._refresh_setting is None:
+            self._refresh_setting = bool(PREFECT_TASKS_REFRESH_CACHE.value())
+        return self._refresh_setting
+
     def _listing(self, folder: Path) -> frozenset[str]:
         """The checkpoint files of a local folder, listed once per run."""
         listing = self._listings.get(str(folder))
@@ -132,12 +143,6 @@ class CheckpointReader:
                 listing = frozenset()
             self._listings[str(folder)] = listing
         return listing
-
-
-def _refreshes(options: Mapping[str, Any]) -> bool:
-    """``refresh_cache`` (``--fresh``), else Prefect's setting: no checkpoint is read."""
-    refresh = options.get("refresh_cache")
-    return bool(PREFECT_TASKS_REFRESH_CACHE.value() if refresh is None else refresh)
 
 
 class _ScratchRecords(dict[str, TaskRecord]):

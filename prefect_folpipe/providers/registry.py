@@ -214,15 +214,17 @@ def checkpoint_salt(workflow: Workflow, task: Task, override: ProviderOverride |
 
 
 _ANSWERS: dict[tuple[str, str, int, int], Any] = {}
+_BLOCKS: dict[tuple[int, str], tuple[ResolvedProvider, ProviderConfig, ProviderEnv]] = {}
+"""(id of a resolved provider, workflow root) -> the provider (held: its id stays its own),
+its block and environment: resolving a block copies it, once per provider, not per task."""
 
 
 def _answers_provider(workflow: Workflow, task: Task, override: ProviderOverride | None) -> Any:
-    pool = ProviderPool(workflow, override)
     if override is not None:
-        _, block, env = pool._override_block()
+        _, block, env = ProviderPool(workflow, override)._override_block()
     else:
         assert task.provider is not None
-        _, block, env = pool._task_block(task.provider)
+        block, env = _task_block(workflow, task.provider)
     replies = env.replies or (Path(block.replies) if block.replies else None)
     if replies is not None and not replies.is_absolute() and env.replies is None:
         replies = Path(workflow.root_dir) / replies
@@ -244,3 +246,16 @@ def _answers_provider(workflow: Workflow, task: Task, override: ProviderOverride
             _ANSWERS.clear()
         _ANSWERS[key] = provider
     return provider
+
+
+def _task_block(
+    workflow: Workflow, resolved: ResolvedProvider
+) -> tuple[ProviderConfig, ProviderEnv]:
+    key = (id(resolved), str(workflow.root_dir))
+    found = _BLOCKS.get(key)
+    if found is None:
+        _, block, env = ProviderPool(workflow)._task_block(resolved)
+        if len(_BLOCKS) > 256:
+            _BLOCKS.clear()
+        found = _BLOCKS[key] = (resolved, block, env)
+    return found[1], found[2]

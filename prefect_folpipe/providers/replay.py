@@ -259,6 +259,19 @@ def load_cassette(path: Path) -> dict[tuple[str, int], dict[str, Any]]:
     return {(str(e.get("task", "")), int(e.get("turn", 0))): e for e in document["interactions"]}
 
 
+def _turn_hashes(interactions: dict[tuple[str, int], dict[str, Any]]) -> dict[str, str]:
+    """Per task path, the hash of its recorded turns in turn order."""
+    by_task: dict[str, list[tuple[int, dict[str, Any]]]] = {}
+    for (path, turn), entry in interactions.items():
+        by_task.setdefault(path, []).append((turn, entry))
+    return {path: _turn_hash(turns) for path, turns in by_task.items()}
+
+
+def _turn_hash(turns: list[tuple[int, dict[str, Any]]]) -> str:
+    text = json.dumps(sorted(turns, key=lambda item: item[0]), sort_keys=True, default=repr)
+    return "cassette:" + hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
 class ReplayProvider:
     """Answers every call from a recorded cassette; no network, same answers every time."""
 
@@ -287,6 +300,7 @@ class ReplayProvider:
         self._interactions = load_cassette(source)
         self._normalizer = Normalizer.from_environment(workflow_root)
         self._turns = TurnCounter()
+        self._identities: dict[str, str] | None = None
 
     @classmethod
     def from_config(cls, config: ProviderConfig, env: Any) -> ReplayProvider:
@@ -298,12 +312,11 @@ class ReplayProvider:
 
     def checkpoint_identity(self, task: Task) -> str:
         """sha256 of the recorded turns of ``task``: part of its checkpoint key, so a
-        re-recorded or edited cassette re-runs the tasks whose turns changed."""
-        turns = sorted(
-            (turn, entry) for (path, turn), entry in self._interactions.items() if path == task.path
-        )
-        text = json.dumps(turns, sort_keys=True, default=repr)
-        return "cassette:" + hashlib.sha256(text.encode()).hexdigest()[:32]
+        re-recorded or edited cassette re-runs the tasks whose turns changed. All tasks' are
+        hashed at the first call (one pass over the cassette, not one per task)."""
+        if self._identities is None:
+            self._identities = _turn_hashes(self._interactions)
+        return self._identities.get(task.path) or _turn_hash([])
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         turn = self._turns.next(request.task_path)

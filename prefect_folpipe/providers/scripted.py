@@ -284,6 +284,7 @@ class ScriptedProvider:
         self.model = model or "scripted"
         self._cursors: dict[str, int] = {}
         self._lock = threading.Lock()
+        self._identities: dict[tuple[str, str], str] = {}
 
     @classmethod
     def from_config(cls, config: Any, env: Any) -> ScriptedProvider:
@@ -317,7 +318,14 @@ class ScriptedProvider:
 
     def checkpoint_identity(self, task: Any) -> str:
         """sha256 of the entries that answer ``task`` (its list, or ``default``): part of its
-        checkpoint key, so editing them re-runs the task and editing another task's does not."""
+        checkpoint key, so editing them re-runs the task and editing another task's does not.
+        Hashed once per task: the script never changes once loaded."""
+        found = self._identities.get((task.path, task.name))
+        if found is None:
+            found = self._identities[(task.path, task.name)] = self._identity(task)
+        return found
+
+    def _identity(self, task: Any) -> str:
         try:
             entries = self.entries_for(task.path, task.name)
         except ConfigError:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import yaml
@@ -217,3 +218,25 @@ async def test_pool_records_every_provider_call(http, tmp_path: Path) -> None:
     answer = await replayed.complete(ModelRequest(system="s", messages=(UserMessage("hi"),)))
     assert answer.text == "hello"
     assert len(wire.requests) == 1, "replay made no HTTP call"
+
+
+def test_checkpoint_identity_covers_exactly_the_tasks_own_turns(tmp_path: Path) -> None:
+    """A task's identity is its recorded turns, in turn order: the file's order of the
+    entries does not matter, another task's edit does not touch it, its own edit does."""
+
+    def identities(interactions: list[dict]) -> dict[str, str]:
+        cassette = tmp_path / "c.json"
+        cassette.write_text(json.dumps({"interactions": interactions}))
+        provider = replayer(cassette, tmp_path)
+        tasks = {path: SimpleNamespace(path=path) for path in ("a", "b", "absent")}
+        return {path: provider.checkpoint_identity(task) for path, task in tasks.items()}
+
+    turn = lambda task, n, text: {"task": task, "turn": n, "response": {"text": text}}  # noqa: E731
+    base = identities([turn("a", 0, "x"), turn("a", 1, "y"), turn("b", 0, "z")])
+    assert len(set(base.values())) == 3 and all(v.startswith("cassette:") for v in base.values())
+    assert identities([turn("b", 0, "z"), turn("a", 1, "y"), turn("a", 0, "x")]) == base
+    other_edited = identities([turn("a", 0, "x"), turn("a", 1, "y"), turn("b", 0, "CHANGED")])
+    assert other_edited["a"] == base["a"] and other_edited["b"] != base["b"]
+    own_edited = identities([turn("a", 0, "x"), turn("a", 1, "CHANGED"), turn("b", 0, "z")])
+    assert own_edited["a"] != base["a"] and own_edited["b"] == base["b"]
+    assert identities([turn("b", 0, "z")])["absent"] == base["absent"]

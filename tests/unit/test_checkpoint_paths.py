@@ -29,7 +29,7 @@ def test_records_resolve_inside_the_folder(storage: CheckpointStorage, tmp_path:
 
 
 @pytest.mark.parametrize(
-    "path", ["../outside", "/etc/passwd", "a/../../outside", "escape/passwd", "~/x"]
+    "path", ["../outside", "/etc/passwd", "a/../../outside", "escape/passwd", "escape", "~/x"]
 )
 def test_paths_outside_the_folder_are_refused(storage: CheckpointStorage, path: str) -> None:
     with pytest.raises(ValueError, match="outside of the base path"):
@@ -43,3 +43,17 @@ def test_a_sibling_folder_with_the_same_prefix_is_outside(tmp_path: Path) -> Non
     storage = CheckpointStorage(basepath=str(tmp_path / "results"))
     with pytest.raises(ValueError):
         storage._resolve_path(str(tmp_path / "results-other" / "k"))
+
+
+def test_a_record_that_is_a_link_out_of_the_folder_is_refused(
+    storage: CheckpointStorage, tmp_path: Path
+) -> None:
+    """A plain record name is read in place only when it is a regular file; a link with a
+    record's name goes through the full check (and out of the folder is refused)."""
+    secret = tmp_path / "secret.json"
+    secret.write_text('{"x": 1}')
+    os.symlink(secret, tmp_path / "results" / "step-abc")
+    with pytest.raises(ValueError, match="outside of the base path"):
+        storage.read_path("step-abc")
+    storage.write_path("step-def", b'{"y": 2}')
+    assert storage._resolve_path("step-def") == (tmp_path / "results").resolve() / "step-def"
