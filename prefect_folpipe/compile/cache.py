@@ -12,6 +12,7 @@ import hashlib
 from collections.abc import Mapping
 from typing import Any
 
+from ..workflow.config import TaskConfig
 from ..workflow.context import checkpoint_inputs
 from ..workflow.names import slug
 from ..workflow.tree import Task
@@ -27,10 +28,26 @@ def task_identity(task: Task) -> str:
         task.content_hash,
         task.system_prompt or "",
         task.instructions or "",
-        task.config.model_dump_json(by_alias=True),
+        config_json(task.config),
         canonical_json([tool.content_hash or tool.name for tool in task.tools]),
     ]
     return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()
+
+
+def config_json(config: TaskConfig) -> str:
+    """A task.yaml's JSON, made once per config object: configs are frozen, and a reload of
+    an unchanged file returns the same object (``loader._files``), so a re-run does not
+    serialise every task's config again."""
+    found = _CONFIG_JSON.get(id(config))
+    if found is None:
+        if len(_CONFIG_JSON) >= 8192:
+            _CONFIG_JSON.clear()
+        found = _CONFIG_JSON[id(config)] = (config, config.model_dump_json(by_alias=True))
+    return found[1]
+
+
+_CONFIG_JSON: dict[int, tuple[TaskConfig, str]] = {}
+"""id -> (the config, held so the id stays its own; its JSON)."""
 
 
 def cache_key(

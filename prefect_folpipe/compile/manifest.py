@@ -22,7 +22,7 @@ from ..loader import file_digests
 from ..workflow.context import checkpoint_inputs
 from ..workflow.names import slug
 from ..workflow.tree import Task
-from .cache import CACHE_VERSION
+from .cache import CACHE_VERSION, config_json
 from .contextops import canonical_json
 
 
@@ -39,7 +39,7 @@ def key_parts(task: Task, context: Mapping[str, Any], *, phase: str, salt: str) 
         "version": CACHE_VERSION,
         "files": file_digests(task.folder),
         "instructions": _digest(task.system_prompt or task.instructions or ""),
-        "config": _digest(task.config.model_dump_json(by_alias=True)),
+        "config": _digest(config_json(task.config)),
         "tools": {tool.name: tool.content_hash or tool.name for tool in task.tools},
         "provider": _digest(canonical_json(provider)),
         "override": salt,
