@@ -8,6 +8,7 @@ same server so no test process starts a server of its own.
 
 from __future__ import annotations
 
+import gc
 import os
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
@@ -95,6 +96,8 @@ def run(prefect_harness: str) -> Callable[..., Any]:
     from prefect_folpipe.compile import run_workflow
 
     def go(path: Path, context: Mapping[str, Any] | None = None, **kwargs: Any) -> Any:
-        return run_workflow(path, context, **kwargs)
+        result = run_workflow(path, context, **kwargs)
+        assert gc.get_freeze_count() == 0, "a run left objects out of garbage collection"
+        return result
 
     return go

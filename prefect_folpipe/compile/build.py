@@ -29,6 +29,7 @@ from .contextops import child_context, describe_error, merge_delta, plain, seed_
 from .costs import cost_report
 from .executor import LOG, TreeExecutor
 from .fanout import is_signal
+from .heap import older_objects_set_aside
 from .infra import interruption
 from .options import RunOptions
 from .outcome import Outcome
@@ -151,9 +152,16 @@ async def run_root(
 
     Seeds the context (root ``context:`` + ``context``), runs the root task (or only
     ``options.only``), writes the summary artifact and returns a ``RunResult``; it never
-    raises for task failures (``RunResult.status == "failed"``, ``.error``).
+    raises for task failures (``RunResult.status == "failed"``, ``.error``). The objects
+    alive when it starts stay out of garbage-collection passes until it ends (``heap``).
     """
-    options = options or RunOptions()
+    with older_objects_set_aside():
+        return await _run_root(workflow, context, options or RunOptions())
+
+
+async def _run_root(
+    workflow: Workflow, context: Mapping[str, Any] | None, options: RunOptions
+) -> RunResult:
     WRITER.touch()
     SETTLE.arm()
     run = WorkflowRun(workflow, options)
