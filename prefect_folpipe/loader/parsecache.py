@@ -113,11 +113,13 @@ class ParseCache:
                     [(key, value, now) for key, value in pending.items()],
                 )
                 db.execute("DELETE FROM parses WHERE written < ?", (now - KEEP_S,))
-                db.execute(
-                    "DELETE FROM parses WHERE key IN (SELECT key FROM parses "
-                    "ORDER BY written DESC LIMIT -1 OFFSET ?)",
-                    (MAX_ROWS,),
-                )
+                (rows,) = db.execute("SELECT COUNT(*) FROM parses").fetchone()
+                if rows > MAX_ROWS:  # the oldest go (a full sort only when over the cap)
+                    db.execute(
+                        "DELETE FROM parses WHERE key IN "
+                        "(SELECT key FROM parses ORDER BY written LIMIT ?)",
+                        (rows - MAX_ROWS,),
+                    )
             except BaseException:
                 db.execute("ROLLBACK")
                 raise
@@ -142,6 +144,7 @@ class ParseCache:
                 "CREATE TABLE IF NOT EXISTS parses "
                 "(key TEXT PRIMARY KEY, value TEXT NOT NULL, written REAL NOT NULL)"
             )
+            db.execute("CREATE INDEX IF NOT EXISTS parses_written ON parses (written)")
         except (OSError, sqlite3.Error):
             self._close(broken=True)
             return None

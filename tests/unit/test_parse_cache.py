@@ -294,3 +294,26 @@ def test_nothing_is_left_open_beside_the_cache_after_a_load(
     _validate(root)
     _validate(root)
     assert sorted(p.name for p in cache_dir.iterdir()) == [parsecache.FILE]  # no -wal, -shm
+
+
+def test_old_entries_expire_and_the_oldest_go_over_the_cap(
+    tmp_path: Path, cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each write drops entries not written for ``KEEP_S`` and, over ``MAX_ROWS``, the oldest
+    (the newest — this load's — always stay)."""
+    cache = parsecache.ParseCache(cache_dir, "build")
+    cache.put("expired", "{}")
+    cache.put("old", "{}")
+    cache.flush()
+    with sqlite3.connect(cache_dir / parsecache.FILE) as db:
+        db.execute("UPDATE parses SET written = 0 WHERE key = 'expired'")
+        db.execute("UPDATE parses SET written = written - 60 WHERE key = 'old'")
+    monkeypatch.setattr(parsecache, "MAX_ROWS", 2)
+    for key in ("new1", "new2"):
+        cache.put(key, "{}")
+    cache.flush()
+    with sqlite3.connect(cache_dir / parsecache.FILE) as db:
+        kept = {row[0] for row in db.execute("SELECT key FROM parses")}
+        indexes = {row[1] for row in db.execute("PRAGMA index_list(parses)")}
+    assert kept == {"new1", "new2"}
+    assert "parses_written" in indexes  # the prune reads by age without sorting the table
