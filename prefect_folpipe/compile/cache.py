@@ -14,6 +14,7 @@ from typing import Any
 
 from ..workflow.config import TaskConfig
 from ..workflow.context import checkpoint_inputs
+from ..workflow.memo import IdentityMemo
 from ..workflow.names import slug
 from ..workflow.tree import Task
 from .contextops import canonical_json
@@ -38,16 +39,10 @@ def config_json(config: TaskConfig) -> str:
     """A task.yaml's JSON, made once per config object: configs are frozen, and a reload of
     an unchanged file returns the same object (``loader._files``), so a re-run does not
     serialise every task's config again."""
-    found = _CONFIG_JSON.get(id(config))
-    if found is None:
-        if len(_CONFIG_JSON) >= 8192:
-            _CONFIG_JSON.clear()
-        found = _CONFIG_JSON[id(config)] = (config, config.model_dump_json(by_alias=True))
-    return found[1]
+    return _CONFIG_JSON(config)
 
 
-_CONFIG_JSON: dict[int, tuple[TaskConfig, str]] = {}
-"""id -> (the config, held so the id stays its own; its JSON)."""
+_CONFIG_JSON = IdentityMemo(lambda config: config.model_dump_json(by_alias=True), limit=8192)
 
 
 def cache_key(

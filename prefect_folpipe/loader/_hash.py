@@ -28,6 +28,7 @@ import os
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
+from ..workflow.memo import IdentityMemo
 from ..workflow.tree import ResolvedProvider, ToolSpec
 
 SKIPPED_DIRS = frozenset({"subtasks", "output", "__pycache__", "node_modules"})
@@ -79,21 +80,18 @@ def file_digests(folder: Path, *, root: bool = False) -> dict[str, str]:
     return out
 
 
-_PROVIDER_BLOBS: dict[int, tuple[ResolvedProvider, bytes]] = {}
-
-
 def provider_blob(provider: ResolvedProvider) -> bytes:
     """Canonical bytes of a resolved provider's settings (memoised: tasks share providers)."""
-    cached = _PROVIDER_BLOBS.get(id(provider))
-    if cached is not None and cached[0] is provider:
-        return cached[1]
+    return _PROVIDER_BLOBS(provider)
+
+
+def _provider_blob(provider: ResolvedProvider) -> bytes:
     settings = provider.config.model_dump(mode="json", exclude_none=True)
     text = json.dumps([provider.name, provider.type, settings], sort_keys=True, default=str)
-    blob = f"provider\0{text}\0".encode()
-    if len(_PROVIDER_BLOBS) > 1024:
-        _PROVIDER_BLOBS.clear()
-    _PROVIDER_BLOBS[id(provider)] = (provider, blob)
-    return blob
+    return f"provider\0{text}\0".encode()
+
+
+_PROVIDER_BLOBS = IdentityMemo(_provider_blob, limit=1024)
 
 
 def _tree(folder: str, rel: str, skipped: frozenset[str]) -> Iterator[tuple[str, bool, str]]:

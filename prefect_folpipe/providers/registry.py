@@ -18,6 +18,7 @@ from typing import Any
 from ..errors import ConfigError
 from ..messages import ModelRequest, ModelResponse
 from ..workflow.config import ProviderConfig
+from ..workflow.memo import IdentityMemo
 from ..workflow.providers import NO_PROVIDER_MESSAGE, canonical_type
 from ..workflow.tree import ResolvedProvider, Task, Workflow
 from .base import Provider
@@ -127,11 +128,7 @@ class ProviderPool:
         return self._recorder
 
     def _task_block(self, resolved: ResolvedProvider) -> tuple[str, ProviderConfig, ProviderEnv]:
-        block = resolved.config
-        type_name = resolved.type if resolved.type != "custom" else (block.type or resolved.name)
-        if block.type is None and block.module is None:
-            block = block.model_copy(update={"type": type_name})
-        key = f"{resolved.name}|{block.model_dump_json()}"
+        key, block = _TYPED_BLOCKS(resolved)
         return key, block, self._env(resolved.name)
 
     def _override_block(self) -> tuple[str, ProviderConfig, ProviderEnv]:
@@ -214,17 +211,15 @@ def checkpoint_salt(workflow: Workflow, task: Task, override: ProviderOverride |
 
 
 _ANSWERS: dict[tuple[str, str, int, int], Any] = {}
-_BLOCKS: dict[tuple[int, str], tuple[ResolvedProvider, ProviderConfig, ProviderEnv]] = {}
-"""(id of a resolved provider, workflow root) -> the provider (held: its id stays its own),
-its block and environment: resolving a block copies it, once per provider, not per task."""
 
 
 def _answers_provider(workflow: Workflow, task: Task, override: ProviderOverride | None) -> Any:
+    pool = ProviderPool(workflow, override)
     if override is not None:
-        _, block, env = ProviderPool(workflow, override)._override_block()
+        _, block, env = pool._override_block()
     else:
         assert task.provider is not None
-        block, env = _task_block(workflow, task.provider)
+        _, block, env = pool._task_block(task.provider)
     replies = env.replies or (Path(block.replies) if block.replies else None)
     if replies is not None and not replies.is_absolute() and env.replies is None:
         replies = Path(workflow.root_dir) / replies
@@ -248,14 +243,14 @@ def _answers_provider(workflow: Workflow, task: Task, override: ProviderOverride
     return provider
 
 
-def _task_block(
-    workflow: Workflow, resolved: ResolvedProvider
-) -> tuple[ProviderConfig, ProviderEnv]:
-    key = (id(resolved), str(workflow.root_dir))
-    found = _BLOCKS.get(key)
-    if found is None:
-        _, block, env = ProviderPool(workflow)._task_block(resolved)
-        if len(_BLOCKS) > 256:
-            _BLOCKS.clear()
-        found = _BLOCKS[key] = (resolved, block, env)
-    return found[1], found[2]
+def _typed_block(resolved: ResolvedProvider) -> tuple[str, ProviderConfig]:
+    """A resolved provider's block with its adapter type filled in, and the key its instance
+    is shared under (a pydantic copy and a dump: once per resolved provider, not per task)."""
+    block = resolved.config
+    type_name = resolved.type if resolved.type != "custom" else (block.type or resolved.name)
+    if block.type is None and block.module is None:
+        block = block.model_copy(update={"type": type_name})
+    return f"{resolved.name}|{block.model_dump_json()}", block
+
+
+_TYPED_BLOCKS = IdentityMemo(_typed_block, limit=256)
