@@ -139,11 +139,13 @@ def _summary_cells(row: dict[str, Any], costs: Any) -> list[str]:
 
 
 class _NoFolpipeTracebacks(logging.Filter):
-    """Console logs keep our errors' messages (code + text) but drop their tracebacks."""
+    """Console logs keep our errors' messages (code + text) but drop their tracebacks, and an
+    info line prints none (Dask's ``distributed`` notes a connection its teardown closed, at
+    INFO, with the traceback of the write that found it closed)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         exc = record.exc_info[1] if record.exc_info else None
-        if isinstance(exc, FolpipeError):
+        if isinstance(exc, FolpipeError) or (exc is not None and record.levelno < logging.WARNING):
             record.exc_info = None
             record.exc_text = None
         return True
