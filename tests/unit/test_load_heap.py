@@ -1,0 +1,81 @@
+"""Loading runs no garbage-collection pass, leaves what it built in the oldest generation
+(not rescanned by the next young pass), makes no cyclic garbage, and never thaws objects
+someone else froze (issue 15 point 1)."""
+
+from __future__ import annotations
+
+import gc
+from pathlib import Path
+
+import pytest
+
+from prefect_folpipe.loader import load, toolsmd
+from tests.builders import write_files
+
+TOOL = """## lookup
+> type: python
+
+Look things up.
+
+```python
+@tool(name="lookup", description="Look things up.")
+def lookup(query: str, limit: int = 3, mode: str = "fast", tags: list = []) -> dict:
+    return {"query": query}
+```
+"""
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    files = {"task.yaml": "name: heap\nproviders:\n  default: scripted\n  scripted: {}\n"}
+    for index in range(6):
+        files[f"subtasks/{index:02d}_leaf{index}/instructions.md"] = "Answer.\n"
+        files[f"subtasks/{index:02d}_leaf{index}/tools.md"] = TOOL.replace("lookup", f"look{index}")
+    write_files(tmp_path, files)
+    return tmp_path
+
+
+@pytest.fixture(autouse=True)
+def _collector_as_found():  # type: ignore[no-untyped-def]
+    enabled = gc.isenabled()
+    gc.unfreeze()
+    toolsmd._PARSED.clear()  # every tools.md parsed afresh
+    yield
+    gc.unfreeze()
+    (gc.enable if enabled else gc.disable)()
+
+
+def _in_generation(generation: int, target: object) -> bool:
+    return any(obj is target for obj in gc.get_objects(generation=generation))
+
+
+def test_what_a_load_built_is_in_the_oldest_generation(folder: Path) -> None:
+    gc.enable()
+    result = load(folder, import_tools=False)
+    assert result.workflow is not None and not result.diagnostics
+    assert gc.isenabled()
+    assert gc.get_count()[0] < 50  # not ~the whole tree waiting for the next young pass
+    assert _in_generation(2, result.workflow.root.children[0].tools[0].parameters)
+
+
+def test_a_load_makes_no_cyclic_garbage(folder: Path) -> None:
+    gc.collect()
+    gc.disable()
+    load(folder, import_tools=False)  # static reading: decorator options and defaults
+    assert gc.collect() == 0
+
+
+def test_objects_someone_froze_stay_frozen(folder: Path) -> None:
+    gc.enable()
+    before = {"held": "by a pre-fork server"}
+    gc.freeze()
+    result = load(folder, import_tools=False)
+    assert gc.get_freeze_count()
+    assert not any(obj is before for obj in gc.get_objects())  # still frozen
+    assert result.workflow is not None and _in_generation(0, result.workflow.root)
+
+
+def test_a_caller_that_disabled_the_collector_keeps_it_disabled(folder: Path) -> None:
+    gc.disable()
+    load(folder, import_tools=False)
+    assert not gc.isenabled()
