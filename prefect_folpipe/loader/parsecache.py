@@ -73,11 +73,12 @@ class ParseCache:
         self._lock = threading.Lock()  # one connection, any thread that loads
         self._pending: dict[str, str] = {}
         self._broken = False
+        self._empty = False  # nothing stored when opened (a first validation): no lookups
 
     def get(self, key: str) -> str | None:
         with self._lock:
             db = self._connect()
-            if db is None:
+            if db is None or self._empty:
                 return None
             try:
                 row = db.execute("SELECT value FROM parses WHERE key = ?", (key,)).fetchone()
@@ -145,6 +146,7 @@ class ParseCache:
                 "(key TEXT PRIMARY KEY, value TEXT NOT NULL, written REAL NOT NULL)"
             )
             db.execute("CREATE INDEX IF NOT EXISTS parses_written ON parses (written)")
+            self._empty = not db.execute("SELECT 1 FROM parses LIMIT 1").fetchone()
         except (OSError, sqlite3.Error):
             self._close(broken=True)
             return None
@@ -236,7 +238,8 @@ def _still_found(lookups: Lookups) -> bool:
 
 
 def _encode(result: Parsed, lookups: Lookups) -> str | None:
-    """JSON of the result, or ``None`` when it would not decode to an equal result."""
+    """JSON of the result, or ``None`` when it would not decode to an equal result (a tuple
+    read back as a list, a number key as a string, ...)."""
     tools, diagnostics = result
     payload = {
         "tools": [[getattr(tool, name) for name in _TOOL_FIELDS] for tool in tools],
@@ -247,8 +250,8 @@ def _encode(result: Parsed, lookups: Lookups) -> str | None:
         text = json.dumps(payload, separators=(",", ":"), allow_nan=False)
     except (TypeError, ValueError):
         return None
-    decoded = _decode(text)
-    if decoded is None or decoded[0] != (tools, diagnostics):
+    decoded = json.loads(text)
+    if decoded["tools"] != payload["tools"] or decoded["diagnostics"] != payload["diagnostics"]:
         return None
     return text
 

@@ -13,13 +13,14 @@ import sqlite3
 import stat
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from prefect_folpipe.loader import parsecache, toolsmd
 from prefect_folpipe.validate import check
-from tests.builders import forget_parses, write_files
+from tests.builders import forget_parses, make_tool, write_files
 
 TOOL = """## lookup
 > type: python
@@ -317,3 +318,36 @@ def test_old_entries_expire_and_the_oldest_go_over_the_cap(
         indexes = {row[1] for row in db.execute("PRAGMA index_list(parses)")}
     assert kept == {"new1", "new2"}
     assert "parses_written" in indexes  # the prune reads by age without sorting the table
+
+
+def test_a_first_validation_looks_nothing_up(
+    tmp_path: Path, cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    statements: list[str] = []
+    real = sqlite3.connect
+
+    def traced(*args: object, **kwargs: object) -> sqlite3.Connection:
+        db = real(*args, **kwargs)  # type: ignore[arg-type]
+        db.set_trace_callback(statements.append)
+        return db
+
+    monkeypatch.setattr(parsecache.sqlite3, "connect", traced)
+    root = _workflow(tmp_path / "wf", _tools_md())
+    first = _validate(root)
+    assert not [s for s in statements if s.startswith("SELECT value")]  # an empty cache
+    assert _rows(cache_dir) == 1
+    statements.clear()
+    _new_process()
+    assert _validate(root) == first
+    assert len([s for s in statements if s.startswith("SELECT value")]) == 1
+
+
+@pytest.mark.parametrize(
+    "changed",
+    [{"metadata": {1: "a number key"}}, {"metadata": {"pair": (1, 2)}}],
+    ids=["number key", "tuple"],
+)
+def test_a_value_json_reads_back_differently_is_not_stored(changed: dict[str, object]) -> None:
+    tool = make_tool("lookup")
+    assert parsecache._encode(([tool], []), []) is not None
+    assert parsecache._encode(([replace(tool, **changed)], []), []) is None  # type: ignore[arg-type]
