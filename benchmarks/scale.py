@@ -16,6 +16,7 @@ import os
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -190,24 +191,60 @@ def _storage(scratch: Path) -> str:
     return str(scratch / "hand" / ".folpipe" / "results")
 
 
+_REPETITIONS: Counter[str] = Counter()
+
+
+def side_by_side(
+    scenario: str, runs: dict[str, Callable[[], Any]]
+) -> tuple[dict[str, Any], list[str]]:
+    """Each run once, settled apart, in the given order on a scenario's odd repetitions and
+    reversed on its even ones (``--repeat 2``: A B C D, then D C B A): a SQLite server records a
+    later run into a bigger database and the first into a colder process, so one fixed order
+    favours one side."""
+    order = list(runs)
+    if _REPETITIONS[scenario] % 2:
+        order.reverse()
+    _REPETITIONS[scenario] += 1
+    done: dict[str, Any] = {}
+    for key in order:
+        settle()
+        done[key] = runs[key]()
+    return {key: done[key] for key in runs}, order
+
+
 def bench_wide_tree(scratch: Path) -> dict[str, Any]:
     """(9) 10 branches x 99 leaves, each leaf calls a tool: folpipe vs the hand-written flow
     doing the same work (a parent task run per branch, persisted results, a report per
     leaf) and the bare one, zero model latency."""
     meter = Meter()
     folder = trees.wide_tree(scratch / "tree")
-    settle()
-    folpipe, result = run_folpipe(folder, meter, fresh=True)
-    settle()
-    same = run_hand(lambda: handwritten.wide_tree_same_work(10, 99, 0.0, _storage(scratch)), meter)
-    settle()
-    logged = run_hand(
-        lambda: handwritten.wide_tree_same_work(10, 99, 0.0, _storage(scratch), logged=True), meter
+    runs, order = side_by_side(
+        "9",
+        {
+            "folpipe": lambda: run_folpipe(folder, meter, fresh=True),
+            "same": lambda: run_hand(
+                lambda: handwritten.wide_tree_same_work(10, 99, 0.0, _storage(scratch)), meter
+            ),
+            "logged": lambda: run_hand(
+                lambda: handwritten.wide_tree_same_work(
+                    10, 99, 0.0, _storage(scratch), logged=True
+                ),
+                meter,
+            ),
+            "bare": lambda: run_hand(
+                lambda: handwritten.wide_tree_same_work(10, 99, 0.0, ""), meter
+            ),
+        },
     )
-    settle()
-    bare = run_hand(lambda: handwritten.wide_tree_same_work(10, 99, 0.0, ""), meter)
+    (folpipe, result), same, logged, bare = (
+        runs["folpipe"],
+        runs["same"],
+        runs["logged"],
+        runs["bare"],
+    )
     return {
         "name": "(9) 1,000-task tree (10 x 99, tools called), zero latency",
+        "order": order,
         "folpipe": folpipe,
         "hand_same_work": same,
         "hand_same_work_logged": logged,
@@ -224,18 +261,33 @@ def bench_wide_group(scratch: Path, count: int = 500) -> dict[str, Any]:
     """(10) One parallel group of 500 leaves: folpipe vs hand-written (same work, bare)."""
     meter = Meter()
     folder = trees.wide_group(scratch / "group", count)
-    settle()
-    folpipe, result = run_folpipe(folder, meter, fresh=True)
-    settle()
-    same = run_hand(lambda: handwritten.wide_group_same_work(count, 0.0, _storage(scratch)), meter)
-    settle()
-    logged = run_hand(
-        lambda: handwritten.wide_group_same_work(count, 0.0, _storage(scratch), logged=True), meter
+    runs, order = side_by_side(
+        "10",
+        {
+            "folpipe": lambda: run_folpipe(folder, meter, fresh=True),
+            "same": lambda: run_hand(
+                lambda: handwritten.wide_group_same_work(count, 0.0, _storage(scratch)), meter
+            ),
+            "logged": lambda: run_hand(
+                lambda: handwritten.wide_group_same_work(
+                    count, 0.0, _storage(scratch), logged=True
+                ),
+                meter,
+            ),
+            "bare": lambda: run_hand(
+                lambda: handwritten.wide_group_same_work(count, 0.0, ""), meter
+            ),
+        },
     )
-    settle()
-    bare = run_hand(lambda: handwritten.wide_group_same_work(count, 0.0, ""), meter)
+    (folpipe, result), same, logged, bare = (
+        runs["folpipe"],
+        runs["same"],
+        runs["logged"],
+        runs["bare"],
+    )
     return {
         "name": f"(10) {count}-wide parallel group, zero latency",
+        "order": order,
         "folpipe": folpipe,
         "hand_same_work": same,
         "hand_same_work_logged": logged,
