@@ -240,9 +240,8 @@ def _literal_value(node: ast.expr) -> Any:
     of closures behind on every call (garbage only the collector frees)."""
     if isinstance(node, ast.Constant):
         return node.value
-    container = _CONTAINERS.get(type(node))
-    if container is not None:
-        return container(_literal_value(item) for item in node.elts)  # type: ignore[attr-defined]
+    if isinstance(node, ast.List | ast.Tuple | ast.Set):
+        return _CONTAINERS[type(node)](_literal_value(item) for item in node.elts)
     if isinstance(node, ast.Dict) and None not in node.keys:
         pairs = zip(node.keys, node.values, strict=True)
         return {_literal_value(key): _literal_value(value) for key, value in pairs}  # type: ignore[arg-type]

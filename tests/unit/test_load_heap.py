@@ -1,15 +1,18 @@
 """Loading runs no garbage-collection pass, leaves what it built in the oldest generation
 (not rescanned by the next young pass), makes no cyclic garbage, and never thaws objects
-someone else froze (issue 15 point 1)."""
+someone else froze; a literal in tool code reads as ``ast.literal_eval`` reads it, without
+its garbage (issue 15 point 1)."""
 
 from __future__ import annotations
 
+import ast
 import gc
 from pathlib import Path
 
 import pytest
 
 from prefect_folpipe.loader import load, toolsmd
+from prefect_folpipe.loader.toolstatic import _literal_value
 from tests.builders import write_files
 
 TOOL = """## lookup
@@ -79,3 +82,20 @@ def test_a_caller_that_disabled_the_collector_keeps_it_disabled(folder: Path) ->
     gc.disable()
     load(folder, import_tools=False)
     assert not gc.isenabled()
+
+
+@pytest.mark.parametrize(
+    "source",
+    ["3", "-1.5", "'text'", "None", "...", "[1, (2, 'a'), {3}]", "{'a': [1, {'b': ()}]}",
+     "()", "1+2j", "{**other}", "[*rest]", "{[1]: 2}", "{[1]}", "name", "f(x)"],
+)  # fmt: skip
+def test_a_literal_reads_as_literal_eval_reads_it(source: str) -> None:
+    node = ast.parse(source, mode="eval").body
+
+    def read(reader):  # type: ignore[no-untyped-def]
+        try:
+            return reader(node)
+        except (ValueError, TypeError) as exc:
+            return type(exc)
+
+    assert read(_literal_value) == read(ast.literal_eval)
