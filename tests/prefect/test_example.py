@@ -17,7 +17,7 @@ def test_research_report_runs_offline(tmp_path, run):
     result = run(workflow)
     assert result.status == "completed", result.tasks
     context = result.context
-    assert len(context["market_facts"]) == 3 and context["competitors"]
+    assert len(context["market_facts"]) == 3 and context["competitor_notes"]
     assert context["figures"]["teams_surveyed"] == 40
     assert context["approved"] is True and context["title"] == "Agents in production"
     assert result.task("write")["iterations"] == 2
@@ -30,3 +30,10 @@ def test_research_report_runs_offline(tmp_path, run):
 
 def _no_state(_dir: str, names: list[str]) -> list[str]:
     return [name for name in names if name == ".folpipe"]
+
+
+def test_research_report_validates_without_a_warning():
+    # a newcomer's `folpipe validate examples/research_report` prints no table of warnings
+    from prefect_folpipe.validate import validate_workflow
+
+    assert validate_workflow(EXAMPLE) == []
