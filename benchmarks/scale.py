@@ -212,91 +212,66 @@ def side_by_side(
     return {key: done[key] for key in runs}, order
 
 
+def _against_hand(
+    scenario: str, name: str, folder: Path, scratch: Path, hand: Callable[[str, bool], Any]
+) -> tuple[dict[str, Any], Any]:
+    """folpipe's run of ``folder`` and the hand-written flow ``hand(storage, logged)`` doing
+    the same work, the same logging too, and bare (no storage), side by side."""
+    meter, storage = Meter(), _storage(scratch)
+    runs, order = side_by_side(
+        scenario,
+        {
+            "folpipe": lambda: run_folpipe(folder, meter, fresh=True),
+            "same": lambda: run_hand(lambda: hand(storage, False), meter),
+            "logged": lambda: run_hand(lambda: hand(storage, True), meter),
+            "bare": lambda: run_hand(lambda: hand("", False), meter),
+        },
+    )
+    (folpipe, result), same, logged, bare = (
+        runs["folpipe"],
+        runs["same"],
+        runs["logged"],
+        runs["bare"],
+    )
+    return {
+        "name": name,
+        "order": order,
+        "folpipe": folpipe,
+        "hand_same_work": same,
+        "hand_same_work_logged": logged,
+        "hand_bare": bare,
+        "folpipe_vs_same_work": _ratio(folpipe, same),
+        "folpipe_vs_same_work_logged": _ratio(folpipe, logged),
+        "folpipe_vs_bare": _ratio(folpipe, bare),
+        "ok": result.status == "completed",
+    }, result
+
+
 def bench_wide_tree(scratch: Path) -> dict[str, Any]:
     """(9) 10 branches x 99 leaves, each leaf calls a tool: folpipe vs the hand-written flow
     doing the same work (a parent task run per branch, persisted results, a report per
     leaf) and the bare one, zero model latency."""
-    meter = Meter()
-    folder = trees.wide_tree(scratch / "tree")
-    runs, order = side_by_side(
+    outcome, result = _against_hand(
         "9",
-        {
-            "folpipe": lambda: run_folpipe(folder, meter, fresh=True),
-            "same": lambda: run_hand(
-                lambda: handwritten.wide_tree_same_work(10, 99, 0.0, _storage(scratch)), meter
-            ),
-            "logged": lambda: run_hand(
-                lambda: handwritten.wide_tree_same_work(
-                    10, 99, 0.0, _storage(scratch), logged=True
-                ),
-                meter,
-            ),
-            "bare": lambda: run_hand(
-                lambda: handwritten.wide_tree_same_work(10, 99, 0.0, ""), meter
-            ),
-        },
+        "(9) 1,000-task tree (10 x 99, tools called), zero latency",
+        trees.wide_tree(scratch / "tree"),
+        scratch,
+        lambda storage, logged: handwritten.wide_tree_same_work(10, 99, 0.0, storage, logged),
     )
-    (folpipe, result), same, logged, bare = (
-        runs["folpipe"],
-        runs["same"],
-        runs["logged"],
-        runs["bare"],
-    )
-    return {
-        "name": "(9) 1,000-task tree (10 x 99, tools called), zero latency",
-        "order": order,
-        "folpipe": folpipe,
-        "hand_same_work": same,
-        "hand_same_work_logged": logged,
-        "hand_bare": bare,
-        "folpipe_vs_same_work": _ratio(folpipe, same),
-        "folpipe_vs_same_work_logged": _ratio(folpipe, logged),
-        "folpipe_vs_bare": _ratio(folpipe, bare),
-        "tool_calls": sum(row["tool_calls"] for row in result.tasks),
-        "ok": result.status == "completed",
-    }
+    outcome["tool_calls"] = sum(row["tool_calls"] for row in result.tasks)
+    return outcome
 
 
 def bench_wide_group(scratch: Path, count: int = 500) -> dict[str, Any]:
     """(10) One parallel group of 500 leaves: folpipe vs hand-written (same work, bare)."""
-    meter = Meter()
-    folder = trees.wide_group(scratch / "group", count)
-    runs, order = side_by_side(
+    outcome, _ = _against_hand(
         "10",
-        {
-            "folpipe": lambda: run_folpipe(folder, meter, fresh=True),
-            "same": lambda: run_hand(
-                lambda: handwritten.wide_group_same_work(count, 0.0, _storage(scratch)), meter
-            ),
-            "logged": lambda: run_hand(
-                lambda: handwritten.wide_group_same_work(
-                    count, 0.0, _storage(scratch), logged=True
-                ),
-                meter,
-            ),
-            "bare": lambda: run_hand(
-                lambda: handwritten.wide_group_same_work(count, 0.0, ""), meter
-            ),
-        },
+        f"(10) {count}-wide parallel group, zero latency",
+        trees.wide_group(scratch / "group", count),
+        scratch,
+        lambda storage, logged: handwritten.wide_group_same_work(count, 0.0, storage, logged),
     )
-    (folpipe, result), same, logged, bare = (
-        runs["folpipe"],
-        runs["same"],
-        runs["logged"],
-        runs["bare"],
-    )
-    return {
-        "name": f"(10) {count}-wide parallel group, zero latency",
-        "order": order,
-        "folpipe": folpipe,
-        "hand_same_work": same,
-        "hand_same_work_logged": logged,
-        "hand_bare": bare,
-        "folpipe_vs_same_work": _ratio(folpipe, same),
-        "folpipe_vs_same_work_logged": _ratio(folpipe, logged),
-        "folpipe_vs_bare": _ratio(folpipe, bare),
-        "ok": result.status == "completed",
-    }
+    return outcome
 
 
 def bench_nesting(scratch: Path, depth: int = 200) -> dict[str, Any]:
