@@ -20,6 +20,7 @@ from prefect.context import FlowRunContext
 
 from ..agent import run_task
 from ..errors import ConfigError, MissingInputError, ProviderError, RunInterrupted
+from ..workflow.heap import older_objects_set_aside
 from ..workflow.names import slug
 from ..workflow.tree import Task, Workflow
 from . import artifacts
@@ -29,7 +30,6 @@ from .contextops import child_context, describe_error, merge_delta, plain, seed_
 from .costs import cost_report
 from .executor import LOG, TreeExecutor
 from .fanout import is_signal
-from .heap import older_objects_set_aside
 from .infra import interruption
 from .options import RunOptions
 from .outcome import Outcome
@@ -153,7 +153,7 @@ async def run_root(
     Seeds the context (root ``context:`` + ``context``), runs the root task (or only
     ``options.only``), writes the summary artifact and returns a ``RunResult``; it never
     raises for task failures (``RunResult.status == "failed"``, ``.error``). The objects
-    alive when it starts stay out of garbage-collection passes until it ends (``heap``).
+    alive when it starts stay out of garbage-collection passes until it ends (``workflow.heap``).
     """
     with older_objects_set_aside():
         return await _run_root(workflow, context, options or RunOptions())

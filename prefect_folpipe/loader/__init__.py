@@ -10,13 +10,12 @@ the whole tree, and ``load_workflow``, are in ``validate/``.
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..errors import Diagnostic
+from ..workflow.heap import collections_held
 from ..workflow.tree import Task, ToolSpec, Workflow
 from . import _tools, parsecache
 from ._cascade import Cascade
@@ -61,33 +60,11 @@ def load(path: str | Path, *, import_tools: bool = True) -> LoadResult:
     ``tools/*.py`` are read from their source (``loader.toolstatic``). ``True`` imports them,
     as a run does, so the tools' schemas are those of the real functions."""
     try:
-        with _collections_held():
+        with collections_held():  # no GC pass spent on what it builds
             return _load(Path(path).expanduser().absolute(), import_tools)
     finally:
         if not import_tools:
             parsecache.flush()  # what this load stored, and the cache closed
-
-
-@contextmanager
-def _collections_held() -> Iterator[None]:
-    """No cyclic GC pass while loading, and none spent on what it built right after.
-
-    Loading allocates many small, long-lived objects: passes in the middle of it cost ~20% and
-    free nothing. Left in the youngest generation, they would all be scanned by the next young
-    pass (~30 ms for 1,000 tasks) and again by the middle generation's; they are moved straight
-    to the oldest generation instead (``gc.freeze`` then ``gc.unfreeze``: two list splices),
-    where only a full collection looks at them. Not while something in the process holds
-    objects frozen (a run in progress, a pre-fork server): unfreezing would thaw them too."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            if not gc.get_freeze_count():
-                gc.freeze()
-                gc.unfreeze()
-            gc.enable()
 
 
 def _load(root: Path, import_tools: bool = True) -> LoadResult:
