@@ -195,6 +195,9 @@ async def _call_model(
     if agent.journal is not None:
         replayed = await agent.journal.replay(request, provider_name(agent.provider))
         if replayed is not None:
+            used = getattr(agent.provider, "answered_from_journal", None)
+            if callable(used):  # a scripted provider moves past the reply the call used
+                used(request)
             return await _replayed(agent, convo, replayed.response)
     if agent.ledger is not None:
         await _maybe_await(agent.ledger.before_call(agent.task))

@@ -9,7 +9,10 @@ from ..messages import ModelRequest, ModelResponse
 
 @runtime_checkable
 class Provider(Protocol):
-    """An async model adapter. Raise ``errors.ProviderError`` with the right ``kind``."""
+    """An async model adapter. Raise ``errors.ProviderError`` with the right ``kind``.
+
+    Optional: ``answered_from_journal(request)``, told of a call a resumed pass answered from
+    its journal instead of calling the provider (the scripted provider moves its cursor)."""
 
     name: ClassVar[str]
     supports_tools: bool

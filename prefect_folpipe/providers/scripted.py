@@ -346,6 +346,12 @@ class ScriptedProvider:
             self._cursors[task_path] = index + 1
         return entries[min(index, len(entries) - 1)]
 
+    def answered_from_journal(self, request: ModelRequest) -> None:
+        """A call the journal answered uses up its entry, as the live call it replays did, so a
+        later pass of the task (a loop's next iteration, after a resume) gets the entry the
+        uninterrupted run's got."""
+        self.next_entry(request.task_path, request.task_name, _call_number(request) - 1)
+
     async def complete(self, request: ModelRequest) -> ModelResponse:
         entry = self.next_entry(request.task_path, request.task_name, _call_number(request) - 1)
         wait = self.latency_s + entry.delay

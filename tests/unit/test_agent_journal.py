@@ -300,3 +300,19 @@ def test_each_message_is_hashed_once_per_pass(monkeypatch: pytest.MonkeyPatch) -
             ToolResultsMessage((ToolResult(call.id, "look", "x" * 100),)),
         )
     assert len(seen) == len(messages) - 2  # linear in the conversation, not quadratic
+
+
+async def test_a_replayed_pass_uses_up_its_replies_so_the_next_pass_gets_the_next_one(
+    tmp_path: Path,
+) -> None:
+    # a loop's first iteration was answered, then the process died; the resumed process
+    # replays that pass and its second iteration must get the second reply, as the
+    # uninterrupted run's did (it got the first one again, and the loop ran an extra round)
+    store, replies = MemoryStore(), {"default": ["first draft", "second draft"]}
+    assert (await converse(_pass(tmp_path, store, replies=replies))).text == "first draft"
+    resumed = ScriptedProvider(replies)  # a new process: new cursors
+    replayed = await converse(replace(_pass(tmp_path, store), provider=resumed))
+    assert (replayed.replayed_calls, replayed.text) == (1, "first draft")
+    iteration_2 = Journal(store, "t", "t|iteration 2|[]", workflow_root=tmp_path)
+    live = await converse(replace(_pass(tmp_path, store, journal=iteration_2), provider=resumed))
+    assert (live.model_calls, live.text) == (1, "second draft")
