@@ -6,6 +6,14 @@
 each with a task.yaml with typed outputs and settings, an instructions.md and a one-tool
 python tools.md). ``--tree bench``: the tree below.
 
+``--v018 DIR`` (issue15 tree): also folpipe 0.1.8, the project the issue measured (~0.36 s for
+this tree), as a baseline in the same process and machine state: its ``TaskLoader().load``
+interleaved with ours, and its ``agentflow validate`` in a new process beside ours. ``DIR`` is
+its unpacked sdist (``pip download folpipe==0.1.8 --no-deps --no-binary :all:``, then ``tar
+xzf``); nothing of it is installed or copied. Its loader checks no rule but the task.yaml
+models and executes every python tool block, as ``load_workflow`` (``import_tools=True``)
+does.
+
 The tree: a root with 10 branches of 9 sub-branches of 10 leaves (1,000 tasks with the root),
 every task with a task.yaml (settings, agent overrides, outputs, a skip_if), every leaf with
 instructions.md (a third of them with an include), every sub-branch with a tools.md, a shared
@@ -227,10 +235,33 @@ def fresh_clis(root: Path, scratch: Path, rounds: int) -> dict[str, list[tuple[f
     return out
 
 
-def issue15(repeat: int) -> int:
+def v018_loader(v018: Path) -> Callable[[Path], object]:
+    """folpipe 0.1.8's ``TaskLoader().load``, imported from its unpacked sdist."""
+    sys.path.insert(0, str(v018))
+    from agentflow.core.loader import TaskLoader  # type: ignore[import-not-found]
+
+    return lambda root: TaskLoader().load(root)
+
+
+def v018_validate(root: Path, v018: Path, pycache: Path) -> tuple[float, float]:
+    """Wall and CPU seconds of folpipe 0.1.8's ``agentflow validate <root>`` in a new process
+    (its CLI as its console script runs it), with the same bytecode cache folder as ours."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env.update(PYTHONPYCACHEPREFIX=str(pycache), PYTHONPATH=str(v018))
+    cmd = [sys.executable, "-c", "from agentflow.cli.main import cli; cli()", "validate", str(root)]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    subprocess.run(cmd, capture_output=True, check=True, env=env)
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def issue15(repeat: int, v018: Path | None = None) -> int:
     """Issue 15's tree: load_workflow warm (parsed before in the process: tools.md per stat,
     task.yaml per text, as a second load of an unchanged tree) and first (those caches
-    cleared), against the floor; a fresh ``folpipe validate`` process."""
+    cleared), against the floor; a fresh ``folpipe validate`` process; with ``v018``,
+    folpipe 0.1.8 beside each."""
     med = statistics.median
     with tempfile.TemporaryDirectory() as tmp:
         root = trees.load_tree(Path(tmp) / "tree")
@@ -242,11 +273,22 @@ def issue15(repeat: int) -> int:
             getattr(_files, "_PARSED", {}).clear()
             load_workflow(root)
 
-        runs = interleaved(
-            {"floor": lambda: floor(root), "warm": lambda: load_workflow(root), "first": first},
-            repeat,
-        )
+        cases: dict[str, object] = {
+            "floor": lambda: floor(root),
+            "warm": lambda: load_workflow(root),
+            "first": first,
+        }
+        if v018 is not None:
+            load_v018 = v018_loader(v018)
+            load_v018(root)  # its modules imported, as ours are
+            cases["v018"] = lambda: load_v018(root)
+        runs = interleaved(cases, repeat)
         clis = fresh_clis(root, Path(tmp), max(3, repeat // 2))
+        if v018 is not None:
+            v018_validate(root, v018, Path(tmp) / "pycache")  # fills its bytecode cache
+            v018_clis = [
+                v018_validate(root, v018, Path(tmp) / "pycache") for _ in range(max(3, repeat // 2))
+            ]
     print(f"tasks: {count}  (median of {repeat}, interleaved)")
     print("                                         wall ms    cpu ms   cpu / floor")
     floor_cpu = med(runs["floor"][1])
@@ -254,6 +296,7 @@ def issue15(repeat: int) -> int:
         ("floor", "floor: read every file + libyaml"),
         ("warm", "load_workflow, warm"),
         ("first", "load_workflow, first of this tree"),
+        *([("v018", "folpipe 0.1.8 TaskLoader().load")] if v018 is not None else []),
     ]:
         wall, cpu = med(runs[key][0]), med(runs[key][1])
         print(f"{label:40} {wall * 1e3:8.1f}  {cpu * 1e3:8.1f}  {cpu / floor_cpu:8.2f}")
@@ -263,6 +306,15 @@ def issue15(repeat: int) -> int:
     every = [c for runs_of_case in clis.values() for c in runs_of_case]
     bare, bare_cpu = med([c[1] for c in every]), med([c[3] for c in every])
     print(f"fresh python importing pydantic + yaml   {bare * 1e3:8.1f}  {bare_cpu * 1e3:8.1f}")
+    if v018 is not None:
+        wall, cpu = med([c[0] for c in v018_clis]), med([c[1] for c in v018_clis])
+        label = "fresh folpipe 0.1.8 `agentflow validate`"
+        print(f"{label:40} {wall * 1e3:8.1f}  {cpu * 1e3:8.1f}")
+        old = med(runs["v018"][1])
+        for key in ("warm", "first"):
+            print(f"load_workflow {key} / 0.1.8 loader (CPU): {med(runs[key][1]) / old:.2f}")
+        for key in FRESH:
+            print(f"{FRESH[key]} / 0.1.8's (CPU): {med([c[2] for c in clis[key]]) / cpu:.2f}")
     return 0
 
 
@@ -270,9 +322,10 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--tree", choices=("issue15", "bench"), default="issue15")
+    parser.add_argument("--v018", type=Path, help="folpipe 0.1.8's unpacked sdist, as a baseline")
     args = parser.parse_args()
     if args.tree == "issue15":
-        return issue15(args.repeat)
+        return issue15(args.repeat, args.v018)
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "bench"
         count = build(root)
