@@ -135,13 +135,11 @@ def fresh_process(root: Path, pycache: Path | None) -> float:
         "from prefect_folpipe.validate import validate_workflow; "
         "d = validate_workflow(sys.argv[1]); print(time.perf_counter() - t)"
     )
-    env = dict(os.environ, FOLPIPE_PARSE_CACHE="0")
     if pycache is None:
-        env["PYTHONDONTWRITEBYTECODE"] = "1"
+        env = dict(os.environ, FOLPIPE_PARSE_CACHE="0", PYTHONDONTWRITEBYTECODE="1")
         env.pop("PYTHONPYCACHEPREFIX", None)
     else:
-        env.pop("PYTHONDONTWRITEBYTECODE", None)
-        env["PYTHONPYCACHEPREFIX"] = str(pycache)
+        env = installed_env(pycache, FOLPIPE_PARSE_CACHE="0")
     out = subprocess.run(
         [sys.executable, "-c", code, str(root)], capture_output=True, text=True, check=True, env=env
     )
@@ -174,32 +172,38 @@ def interleaved(fns: dict[str, object], repeat: int) -> dict[str, tuple[list[flo
     return out
 
 
+def installed_env(pycache: Path, **extra: str) -> dict[str, str]:
+    """This process's environment with a bytecode cache folder, as an installed package has
+    (this VM sets PYTHONDONTWRITEBYTECODE=1, which would compile every module from source in
+    each process: ~0.1 s that no installed copy pays)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    return {**env, "PYTHONPYCACHEPREFIX": str(pycache), **extra}
+
+
+def run_child(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """Wall seconds of ``cmd`` in a new process, and its CPU seconds (user + system: what load
+    on the machine inflates least)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    subprocess.run(cmd, capture_output=True, check=True, env=env)
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
 def fresh_cli(
     root: Path, pycache: Path, parse_cache: Callable[[], str]
 ) -> tuple[float, float, float, float]:
     """Wall seconds of ``folpipe validate <root>`` in a new process and of a new interpreter
     that only imports pydantic and PyYAML (the floor of any such process), then the CPU
-    seconds of each. ``pycache``: the bytecode cache an installed package has (this VM sets
-    PYTHONDONTWRITEBYTECODE=1, which would compile every module of the package from source
-    in each process: ~0.1 s that no installed copy pays). ``parse_cache()``: the
-    ``FOLPIPE_PARSE_CACHE`` each validate process gets (``0``: none)."""
-    base = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    base["PYTHONPYCACHEPREFIX"] = str(pycache)
-
-    def env() -> dict[str, str]:
-        return {**base, "FOLPIPE_PARSE_CACHE": parse_cache()}
+    seconds of each (each from a run of its own). ``pycache``: ``installed_env``'s.
+    ``parse_cache()``: the ``FOLPIPE_PARSE_CACHE`` each validate process gets (``0``: none)."""
 
     def wall(cmd: list[str]) -> float:
-        started = time.perf_counter()
-        subprocess.run(cmd, capture_output=True, check=True, env=env())
-        return time.perf_counter() - started
+        return run_child(cmd, installed_env(pycache, FOLPIPE_PARSE_CACHE=parse_cache()))[0]
 
     def cpu(cmd: list[str]) -> float:
-        """CPU seconds (user + system) of the child: what load on the machine inflates least."""
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        subprocess.run(cmd, capture_output=True, check=True, env=env())
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        return run_child(cmd, installed_env(pycache, FOLPIPE_PARSE_CACHE=parse_cache()))[1]
 
     validate_cmd = [sys.executable, "-m", "prefect_folpipe", "validate", str(root)]
     floor_cmd = [sys.executable, "-c", "import pydantic, yaml"]
@@ -246,15 +250,8 @@ def v018_loader(v018: Path) -> Callable[[Path], object]:
 def v018_validate(root: Path, v018: Path, pycache: Path) -> tuple[float, float]:
     """Wall and CPU seconds of folpipe 0.1.8's ``agentflow validate <root>`` in a new process
     (its CLI as its console script runs it), with the same bytecode cache folder as ours."""
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env.update(PYTHONPYCACHEPREFIX=str(pycache), PYTHONPATH=str(v018))
     cmd = [sys.executable, "-c", "from agentflow.cli.main import cli; cli()", "validate", str(root)]
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    started = time.perf_counter()
-    subprocess.run(cmd, capture_output=True, check=True, env=env)
-    wall = time.perf_counter() - started
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return run_child(cmd, installed_env(pycache, PYTHONPATH=str(v018)))
 
 
 def issue15(repeat: int, v018: Path | None = None) -> int:
@@ -283,12 +280,11 @@ def issue15(repeat: int, v018: Path | None = None) -> int:
             load_v018(root)  # its modules imported, as ours are
             cases["v018"] = lambda: load_v018(root)
         runs = interleaved(cases, repeat)
-        clis = fresh_clis(root, Path(tmp), max(3, repeat // 2))
+        rounds, pycache = max(3, repeat // 2), Path(tmp) / "pycache"
+        clis = fresh_clis(root, Path(tmp), rounds)
         if v018 is not None:
-            v018_validate(root, v018, Path(tmp) / "pycache")  # fills its bytecode cache
-            v018_clis = [
-                v018_validate(root, v018, Path(tmp) / "pycache") for _ in range(max(3, repeat // 2))
-            ]
+            v018_validate(root, v018, pycache)  # fills its bytecode cache
+            v018_clis = [v018_validate(root, v018, pycache) for _ in range(rounds)]
     print(f"tasks: {count}  (median of {repeat}, interleaved)")
     print("                                         wall ms    cpu ms   cpu / floor")
     floor_cpu = med(runs["floor"][1])
