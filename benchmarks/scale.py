@@ -194,21 +194,18 @@ def _storage(scratch: Path) -> str:
 _REPETITIONS: Counter[str] = Counter()
 
 
-def warm_up_server(flow_call: Callable[[], Any]) -> None:
-    """One unmeasured run of a scenario's bare flow before its first measurement, so the
-    first flow measured does not meet a server or database that has recorded nothing of that
-    size yet (the 12-02 batch's 1.72x: folpipe first on a new PostgreSQL cluster)."""
-    settle()
-    asyncio.run(flow_call())
-
-
 def side_by_side(
-    scenario: str, runs: dict[str, Callable[[], Any]]
+    scenario: str, runs: dict[str, Callable[[], Any]], warm_up: str | None = None
 ) -> tuple[dict[str, Any], list[str]]:
     """Each run once, settled apart, in the given order on a scenario's odd repetitions and
     reversed on its even ones (``--repeat 2``: A B C D, then D C B A): a SQLite server records a
     later run into a bigger database and the first into a colder process, so one fixed order
-    favours one side."""
+    favours one side. Before a scenario's first repetition the ``warm_up`` run goes once,
+    unmeasured, so the first run measured does not meet a server that has recorded nothing of
+    that size yet (the 12-02 batch's 1.72x: folpipe first on a new PostgreSQL cluster)."""
+    if warm_up is not None and not _REPETITIONS[scenario]:
+        settle()
+        runs[warm_up]()
     order = list(runs)
     if _REPETITIONS[scenario] % 2:
         order.reverse()
@@ -226,8 +223,6 @@ def _against_hand(
     """folpipe's run of ``folder`` and the hand-written flow ``hand(storage, logged)`` doing
     the same work, the same logging too, and bare (no storage), side by side."""
     meter, storage = Meter(), _storage(scratch)
-    if not _REPETITIONS[scenario]:
-        warm_up_server(lambda: hand("", False))
     runs, order = side_by_side(
         scenario,
         {
@@ -236,6 +231,7 @@ def _against_hand(
             "logged": lambda: run_hand(lambda: hand(storage, True), meter),
             "bare": lambda: run_hand(lambda: hand("", False), meter),
         },
+        warm_up="bare",
     )
     (folpipe, result), same, logged, bare = (
         runs["folpipe"],
