@@ -36,6 +36,7 @@ from .plan import NodePlan
 from .retry import retry_delays, retry_on_of, should_retry
 from .runtime import RunSpec
 from .tags import tag_task_run
+from .tasklog import CoalescedLog
 
 
 class ProcessLocal:
@@ -95,6 +96,7 @@ async def execute_pass(
     tag_task_run(task_run, ref.late_tags)
     attempt = task_run.task_run.run_count if task_run else 1
     await runtime.attempt(task, attempt)
+    log = CoalescedLog(get_run_logger())
     try:
         provider = runtime.services.provider_for(task) if task.runs_agent else None
         outcome = await runtime.runner(
@@ -104,14 +106,17 @@ async def execute_pass(
             provider=provider,
             phase=ref.phase,
             iteration=scope[-1] if scope else None,
-            logger=get_run_logger(),
+            logger=log,
             ledger=runtime.services.ledger,
             journal=runtime.journal(task, ref.phase, scope),
         )
     except Exception as exc:  # a failed task's report is where one is needed most
+        log.close()
         if runtime.artifact_level == "all":
             await runtime.publish_failure(task, ref.phase, label, exc, attempt)
         raise
+    finally:  # a cancelled or suspended pass too
+        log.close()
     WRITER.touch()
     payload = payload_of(outcome)
     check_serialisable(task, payload)

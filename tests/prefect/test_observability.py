@@ -228,3 +228,61 @@ def test_a_failed_task_leaves_its_report_and_readable_state_messages(make_workfl
     for message in (judge.state.message, flow_run.state.message):
         assert message and "\\n" not in message and "\\'" not in message, message
         assert "answer: It's fine. Really, it's fine." in message
+
+
+def _logged_task_run_files() -> dict[str, Any]:
+    tool = "## lookup\n\nLook a number up.\n\n```python\ndef lookup(n: int) -> str:\n"
+    tool += "    return f'value {n}'\n```\n"
+    return {
+        "task.yaml": {"name": "logged"},
+        "replies.yaml": {
+            "tasks": {
+                "agent": [
+                    {"tool_calls": [{"name": "lookup", "arguments": {"n": 7}}]},
+                    {"output": {"answer": "value 7"}},
+                ]
+            }
+        },
+        "subtasks/agent/instructions.md": "Look 7 up, then answer.",
+        "subtasks/agent/task.yaml": {"output": ["answer"]},
+        "subtasks/agent/tools.md": tool,
+    }
+
+
+async def _task_run_logs(flow_run_id: str, task_run_id: str) -> list[str]:
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import LogFilter, LogFilterFlowRunId
+    from prefect.logging.handlers import APILogHandler
+
+    await APILogHandler.aflush()
+    async with get_client() as client:
+        deadline = time.monotonic() + 30
+        while True:
+            logs = await client.read_logs(
+                log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[flow_run_id]))
+            )
+            mine = [log.message for log in logs if str(log.task_run_id) == task_run_id]
+            if any("model call 2" in m for m in mine) or time.monotonic() > deadline:
+                return mine
+            await asyncio.sleep(0.5)
+
+
+def test_a_quick_tasks_model_and_tool_lines_reach_the_ui_as_one_entry(make_workflow, run):
+    """Every line is kept, in order; a task that finishes within a second is one row."""
+    import logging
+
+    task_runs = logging.getLogger("prefect.task_runs")  # the suite logs at WARNING; users INFO
+    level = task_runs.level
+    task_runs.setLevel(logging.INFO)
+    try:
+        result = run(make_workflow(_logged_task_run_files()))
+    finally:
+        task_runs.setLevel(level)
+    assert result.status == "completed", result.error
+    [agent] = asyncio.run(recorded_task_runs(result.flow_run_id, 1, names={"agent"}))
+    messages = asyncio.run(_task_run_logs(result.flow_run_id, str(agent.id)))
+    [entry] = [m for m in messages if "model call" in m]
+    first, tool, last = entry.splitlines()
+    assert first.startswith("model call 1: ") and first.endswith(", 1 tool call(s)")
+    assert tool.startswith("tool lookup ok in ")
+    assert last.startswith("model call 2: ") and last.endswith(", 0 tool call(s)")
