@@ -123,7 +123,8 @@ def probe(query: str, limit: int = 3) -> dict:
 async def tool_leaf(name: str, latency: float, logged: bool = False) -> str:
     """A leaf of the wide tree doing folpipe's work: a model call asking for the tool, the
     tool call, a second model call answering, and its markdown report (``logged``: and the
-    three progress lines folpipe logs for them)."""
+    three progress lines folpipe logs for them, one log entry each, as a Prefect user writes
+    them; folpipe sends a quick task's lines as one entry)."""
     await asyncio.sleep(latency)
     if logged:
         _say_call(1, 1)
