@@ -145,8 +145,9 @@ def agentflow_imports() -> Iterator[None]:
 def _uninstall() -> None:
     if _FINDER in sys.meta_path:
         sys.meta_path.remove(_FINDER)
-    for name in list(sys.modules):
-        if name in MODULES and getattr(sys.modules[name], "__folpipe_compat__", False):
+    for name in MODULES:  # a few names, not every module the process imported
+        module = sys.modules.get(name)
+        if module is not None and getattr(module, "__folpipe_compat__", False):
             del sys.modules[name]
 
 

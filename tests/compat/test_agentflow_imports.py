@@ -115,6 +115,26 @@ def test_agentflow_exists_only_inside_the_context():
     assert importlib.util.find_spec("agentflow") is None
 
 
+def test_leaving_the_context_removes_every_compat_module_and_only_those():
+    """Every ``agentflow`` module imported inside goes when the last user leaves; a module of
+    the same name that folpipe did not make (a real ``agentflow`` the user imported) stays."""
+    import types
+
+    with agentflow_imports():
+        import agentflow.core.tool  # noqa: F401
+
+        assert {"agentflow", "agentflow.core", "agentflow.core.tool"} <= set(sys.modules)
+    assert not [name for name in sys.modules if name.split(".")[0] == "agentflow"]
+    foreign = types.ModuleType("agentflow")
+    sys.modules["agentflow"] = foreign
+    try:
+        with agentflow_imports():
+            pass
+        assert sys.modules["agentflow"] is foreign
+    finally:
+        del sys.modules["agentflow"]
+
+
 def test_an_unsupported_agentflow_module_names_what_is_supported(make_workflow):
     path = make_workflow(
         {
