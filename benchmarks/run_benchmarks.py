@@ -1,7 +1,7 @@
 """Benchmarks of the translator against hand-written Prefect flows and the ideal.
 
     .venv/bin/python benchmarks/run_benchmarks.py [--only 1,2,...,14] [--repeat N]
-        [--json out.json] [--server sqlite|postgres]
+        [--json out.json] [--server sqlite|postgres [--fresh-db]]
 
 Uses whatever Prefect API the environment selects: the ephemeral SQLite server by default
 (set PREFECT_HOME to a scratch folder), or PREFECT_API_URL; ``--server`` starts a
@@ -282,7 +282,7 @@ def _warm_up(scratch: Path) -> None:
     _run_folpipe(workflows.one_task(scratch / "warm-up"), fresh=True)
 
 
-def on_server(kind: str, argv: list[str]) -> int:
+def on_server(kind: str, argv: list[str], fresh_db: bool = False) -> int:
     """Run the benchmarks (``argv``, minus ``--server``) in a child process against a
     ``prefect server start`` of its own: SQLite in a temporary home, or a throwaway
     PostgreSQL cluster (tests/deploy/postgres.py; needs Debian's ``postgresql``)."""
@@ -304,6 +304,8 @@ def on_server(kind: str, argv: list[str]) -> int:
             "PREFECT_API_URL": server.url,
             "BENCH_SERVER": kind,
             "BENCH_SERVER_PID": str(server.process.pid),  # scale.py counts its CPU
+            "BENCH_SERVER_HOME": str(server.home),  # fresh_server.py restores its database
+            "BENCH_FRESH_DB": "1" if fresh_db else "0",
         }
         return subprocess.run([sys.executable, __file__, *argv], env=env).returncode
 
@@ -318,11 +320,19 @@ def main() -> None:
         choices=("sqlite", "postgres"),
         help="start a `prefect server` (SQLite or PostgreSQL) and measure against it",
     )
+    parser.add_argument(
+        "--fresh-db",
+        action="store_true",
+        help="with --server sqlite: each measured run of scenarios 9 and 10 meets the database "
+        "as the scenario's warm-up left it (fresh_server.py)",
+    )
     args = parser.parse_args()
+    if args.fresh_db and args.server != "sqlite":
+        parser.error("--fresh-db needs --server sqlite")
     if args.server:
-        argv = sys.argv[1:]
+        argv = [arg for arg in sys.argv[1:] if arg != "--fresh-db"]
         at = argv.index("--server")
-        raise SystemExit(on_server(args.server, argv[:at] + argv[at + 2 :]))
+        raise SystemExit(on_server(args.server, argv[:at] + argv[at + 2 :], args.fresh_db))
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "ERROR")
     results = []

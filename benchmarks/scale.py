@@ -26,6 +26,7 @@ import psutil
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
 
+import fresh_server  # noqa: E402
 import handwritten  # noqa: E402
 import trees  # noqa: E402
 import workflows  # noqa: E402
@@ -202,16 +203,24 @@ def side_by_side(
     later run into a bigger database and the first into a colder process, so one fixed order
     favours one side. Before a scenario's first repetition the ``warm_up`` run goes once,
     unmeasured, so the first run measured does not meet a server that has recorded nothing of
-    that size yet (the 12-02 batch's 1.72x: folpipe first on a new PostgreSQL cluster)."""
-    if warm_up is not None and not _REPETITIONS[scenario]:
-        settle()
-        runs[warm_up]()
+    that size yet (the 12-02 batch's 1.72x: folpipe first on a new PostgreSQL cluster).
+    With ``--fresh-db`` (``fresh_server``) every run meets the database as the warm-up left it."""
+    fresh = fresh_server.server()
+    if not _REPETITIONS[scenario]:
+        if warm_up is not None:
+            settle()
+            runs[warm_up]()
+        if fresh is not None:
+            settle()
+            fresh.snapshot(scenario)
     order = list(runs)
     if _REPETITIONS[scenario] % 2:
         order.reverse()
     _REPETITIONS[scenario] += 1
     done: dict[str, Any] = {}
     for key in order:
+        if fresh is not None:
+            fresh.restore(scenario)
         settle()
         done[key] = runs[key]()
     return {key: done[key] for key in runs}, order
