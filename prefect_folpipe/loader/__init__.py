@@ -52,27 +52,32 @@ class LoadResult:
             stack.extend(reversed([*task.children, *task.disabled_children]))
 
 
-def load(path: str | Path, *, import_tools: bool = True) -> LoadResult:
+def load(path: str | Path, *, import_tools: bool = True, content_hashes: bool = True) -> LoadResult:
     """Read a workflow folder into a tree, collecting every loading diagnostic; never raises
     for author mistakes.
 
     ``import_tools=False`` never executes the workflow's code: tools.md python blocks and
     ``tools/*.py`` are read from their source (``loader.toolstatic``). ``True`` imports them,
-    as a run does, so the tools' schemas are those of the real functions."""
+    as a run does, so the tools' schemas are those of the real functions.
+    ``content_hashes=False`` leaves every task's ``content_hash`` empty (``folpipe
+    validate``: no rule uses it, and hashing reads every file of every task folder, data
+    files included); the diagnostics are the same."""
     try:
         with collections_held():  # no GC pass spent on what it builds
-            return _load(Path(path).expanduser().absolute(), import_tools)
+            return _load(Path(path).expanduser().absolute(), import_tools, content_hashes)
     finally:
         if not import_tools:
             parsecache.flush()  # what this load stored, and the cache closed
 
 
-def _load(root: Path, import_tools: bool = True) -> LoadResult:
+def _load(root: Path, import_tools: bool, content_hashes: bool) -> LoadResult:
     discovery = Discovery(root)
     raw_root = discovery.load_root()
     if raw_root is None:
         return LoadResult(root, None, discovery.diagnostics)
-    builder = _Builder(root, raw_root, discovery.blobs, import_tools=import_tools)
+    builder = _Builder(
+        root, raw_root, discovery.blobs, import_tools=import_tools, content_hashes=content_hashes
+    )
     task = builder.build(raw_root, Cascade(), ())
     workflow = Workflow(root=task, root_dir=root, name=task.name, shared_tools=builder.shared_tools)
     diagnostics = _dedupe([*discovery.diagnostics, *builder.diagnostics])
@@ -83,10 +88,17 @@ class _Builder:
     """Resolves RawTasks top-down into frozen Tasks (children first built, then the parent)."""
 
     def __init__(
-        self, root: Path, raw_root: RawTask, blobs: dict[str, bytes], *, import_tools: bool
+        self,
+        root: Path,
+        raw_root: RawTask,
+        blobs: dict[str, bytes],
+        *,
+        import_tools: bool,
+        content_hashes: bool = True,
     ) -> None:
         self.root = root
         self.import_tools = import_tools
+        self.content_hashes = content_hashes
         self.blobs = blobs
         self.diagnostics: list[Diagnostic] = []
         self.sources: dict[int, SourceMap] = {}
@@ -116,8 +128,10 @@ class _Builder:
         self._add(
             [_tools.locate(problem, raw.config, raw.source) for problem in problems], raw.path
         )
-        hash_ = task_hash(
-            raw.path, raw.folder, raw.entries, snippet_files, tools, provider, self.blobs
+        hash_ = (
+            task_hash(raw.path, raw.folder, raw.entries, snippet_files, tools, provider, self.blobs)
+            if self.content_hashes
+            else ""
         )
         task = Task(
             name=raw.name,

@@ -56,9 +56,12 @@ def run_rules(result: LoadResult, rules: Iterable[Rule] = RULES) -> list[Diagnos
     return [diagnostic for rule in rules for diagnostic in rule(result)]
 
 
-def check(path: str | Path, *, import_tools: bool = True) -> tuple[LoadResult, list[Diagnostic]]:
-    """Load and run every rule: the result plus all diagnostics, errors first."""
-    result = load(path, import_tools=import_tools)
+def check(
+    path: str | Path, *, import_tools: bool = True, content_hashes: bool = True
+) -> tuple[LoadResult, list[Diagnostic]]:
+    """Load and run every rule: the result plus all diagnostics, errors first
+    (``content_hashes``: see ``loader.load``)."""
+    result = load(path, import_tools=import_tools, content_hashes=content_hashes)
     diagnostics = [*result.diagnostics, *run_rules(result)]
     return result, by_severity(diagnostics)
 
@@ -86,7 +89,7 @@ def validate_workflow(path: str | Path, *, import_tools: bool = False) -> list[D
     signatures from the source, imports located without importing them). ``import_tools=True``
     imports the tool code as a run would (``folpipe validate --import-tools``)."""
     try:
-        return check(path, import_tools=import_tools)[1]
+        return check(path, import_tools=import_tools, content_hashes=False)[1]
     except Exception as exc:  # the validator reports, it does not crash
         return [internal_error(exc)]
 

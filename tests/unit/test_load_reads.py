@@ -137,3 +137,33 @@ def test_an_unchanged_task_yaml_is_not_parsed_again(tmp_path, monkeypatch) -> No
     bad.write_text("output:\n  answer: str\n")
     assert validate_workflow(root) == []
     assert parsed == ["subtasks/03_leaf3/task.yaml"]
+
+
+def test_validate_reads_no_data_file_a_run_would_hash(tmp_path, opened) -> None:
+    """``folpipe validate`` (and ``validate_workflow``) check nothing a content hash says, so
+    they do not read a task's data files; a run's load hashes them (its checkpoints key on
+    them). The diagnostics are the same either way."""
+    from click.testing import CliRunner
+
+    from prefect_folpipe.cli import cli
+    from prefect_folpipe.validate import check, validate_workflow
+
+    root = _workflow(tmp_path / "wf")
+    data = root / "subtasks/01_leaf1/input/big.csv"
+    data.parent.mkdir()
+    data.write_text("a,b\n1,2\n")
+    (root / "subtasks/02_leaf2/tools.md").write_text("## bad name!\n> type: python\n")
+    key = os.path.realpath(data)
+
+    result = CliRunner().invoke(cli, ["validate", str(root), "--json"])
+    assert result.exit_code == 1 and '"FP203"' in result.output
+    assert validate_workflow(root)
+    assert opened[key] == 0
+
+    hashed, with_hashes = check(root, import_tools=False)
+    bare, without = check(root, import_tools=False, content_hashes=False)
+    assert opened[key] == 1
+    assert without == with_hashes
+    assert hashed.workflow is not None and bare.workflow is not None
+    assert all(task.content_hash for task in hashed.workflow.tasks())
+    assert {task.content_hash for task in bare.workflow.tasks()} == {""}
