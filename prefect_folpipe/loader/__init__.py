@@ -94,7 +94,7 @@ class _Builder:
         blobs: dict[str, bytes],
         *,
         import_tools: bool,
-        content_hashes: bool = True,
+        content_hashes: bool,
     ) -> None:
         self.root = root
         self.import_tools = import_tools
