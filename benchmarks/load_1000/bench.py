@@ -6,6 +6,13 @@
 each with a task.yaml with typed outputs and settings, an instructions.md and a one-tool
 python tools.md). ``--tree bench``: the tree below.
 
+``--before DIR`` (issue15 tree): also the code the issue measured (~1.0 s warm on its machine),
+checked out in ``DIR`` (``git worktree add DIR 8c2b1f7``): its warm ``load_workflow`` and its
+fresh ``folpipe validate``, each in new processes interleaved with ours (the same package
+name cannot be imported twice in one process). Its warm time here over the issue's 1.0 s is
+how much slower this machine runs than the issue's, and ours divided by it is what the issue's
+machine would show.
+
 ``--v018 DIR`` (issue15 tree): also folpipe 0.1.8, the project the issue measured (~0.36 s for
 this tree), as a baseline in the same process and machine state: its ``TaskLoader().load``
 interleaved with ours, and its ``agentflow validate`` in a new process beside ours. ``DIR`` is
@@ -254,7 +261,75 @@ def v018_validate(root: Path, v018: Path, pycache: Path) -> tuple[float, float]:
     return run_child(cmd, installed_env(pycache, PYTHONPATH=str(v018)))
 
 
-def issue15(repeat: int, v018: Path | None = None) -> int:
+WARM_CHILD = (
+    "import statistics, sys, time; from prefect_folpipe.validate import load_workflow; "
+    "load_workflow(sys.argv[1]); cpu = []\n"
+    "for _ in range(int(sys.argv[2])):\n"
+    "    t = time.process_time(); load_workflow(sys.argv[1]); cpu.append(time.process_time() - t)\n"
+    "print(statistics.median(cpu))"
+)
+"""A warm ``load_workflow`` in a new process: loaded once, then the median CPU of N loads."""
+
+
+def warm_child(root: Path, code_dir: Path | None, loads: int) -> float:
+    """Median CPU seconds of a warm ``load_workflow`` in a new process, importing the package
+    from ``code_dir`` (None: this checkout) and run from a folder holding no other copy."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    if code_dir is not None:
+        env["PYTHONPATH"] = str(code_dir)
+    out = subprocess.run(
+        [sys.executable, "-c", WARM_CHILD, str(root), str(loads)],
+        capture_output=True, text=True, check=True, env=env, cwd=root.parent,
+    )  # fmt: skip
+    return float(out.stdout.strip())
+
+
+def before_clis(root: Path, before: Path, pycache: Path, rounds: int) -> dict[str, list[float]]:
+    """The code before issue 15 and ours, alternating: a warm load (CPU, new process each) and a
+    fresh ``folpipe validate`` with the parse cache off (CPU), ``rounds`` times."""
+    env = {**installed_env(pycache), "PYTHONPATH": str(before)}
+    old_cmd = [sys.executable, "-m", "prefect_folpipe", "validate", str(root)]
+    subprocess.run(old_cmd, capture_output=True, check=True, env=env, cwd=root.parent)
+    out: dict[str, list[float]] = {"old warm": [], "new warm": [], "old fresh": [], "new fresh": []}
+    for _ in range(rounds):
+        out["old warm"].append(warm_child(root, before, 3))
+        out["new warm"].append(warm_child(root, None, 3))
+        before_rusage = resource.getrusage(resource.RUSAGE_CHILDREN)
+        subprocess.run(old_cmd, capture_output=True, check=True, env=env, cwd=root.parent)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        out["old fresh"].append(
+            after.ru_utime - before_rusage.ru_utime + after.ru_stime - before_rusage.ru_stime
+        )
+        new_cmd = [sys.executable, "-m", "prefect_folpipe", "validate", str(root)]
+        out["new fresh"].append(
+            run_child(new_cmd, installed_env(pycache, FOLPIPE_PARSE_CACHE="0"))[1]
+        )
+    return out
+
+
+ISSUE_BEFORE_WARM_S = 1.0
+"""What the issue measured the code before it at: ``load_workflow`` ~1.0 s in a warm process."""
+
+
+def print_before(before: dict[str, list[float]], clis: dict[str, list[tuple[float, ...]]]) -> None:
+    """The code before issue 15 beside ours, and ours on the issue's machine (scaled by how much
+    slower this machine runs the same old code)."""
+    med = statistics.median
+    old_warm, new_warm = med(before["old warm"]), med(before["new warm"])
+    old_fresh, new_fresh = med(before["old fresh"]), med(before["new fresh"])
+    scale = old_warm / ISSUE_BEFORE_WARM_S
+    print(f"before issue 15: load_workflow warm (CPU, new processes)  {old_warm * 1e3:8.1f}")
+    print(f"ours, the same way                                        {new_warm * 1e3:8.1f}")
+    print(f"before issue 15: fresh folpipe validate (CPU)             {old_fresh * 1e3:8.1f}")
+    print(f"ours, parse cache off, the same rounds (CPU)              {new_fresh * 1e3:8.1f}")
+    print(f"this machine runs the old code {scale:.2f}x the issue's 1.0 s; on the issue's machine:")
+    print(f"  load_workflow warm {new_warm / scale * 1e3:6.0f} ms (target 300)")
+    for key, label in FRESH.items():
+        cpu = med([c[2] for c in clis[key]])
+        print(f"  {label:34} {cpu / scale * 1e3:6.0f} ms CPU (target 800)")
+
+
+def issue15(repeat: int, v018: Path | None = None, before: Path | None = None) -> int:
     """Issue 15's tree: load_workflow warm (parsed before in the process: tools.md per stat,
     task.yaml per text, as a second load of an unchanged tree) and first (those caches
     cleared), against the floor; a fresh ``folpipe validate`` process; with ``v018``,
@@ -285,6 +360,8 @@ def issue15(repeat: int, v018: Path | None = None) -> int:
         if v018 is not None:
             v018_validate(root, v018, pycache)  # fills its bytecode cache
             v018_clis = [v018_validate(root, v018, pycache) for _ in range(rounds)]
+        if before is not None:
+            before_runs = before_clis(root, before, pycache, rounds)
     print(f"tasks: {count}  (median of {repeat}, interleaved)")
     print("                                         wall ms    cpu ms   cpu / floor")
     floor_cpu = med(runs["floor"][1])
@@ -311,6 +388,8 @@ def issue15(repeat: int, v018: Path | None = None) -> int:
             print(f"load_workflow {key} / 0.1.8 loader (CPU): {med(runs[key][1]) / old:.2f}")
         for key in FRESH:
             print(f"{FRESH[key]} / 0.1.8's (CPU): {med([c[2] for c in clis[key]]) / cpu:.2f}")
+    if before is not None:
+        print_before(before_runs, clis)
     return 0
 
 
@@ -319,9 +398,10 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--tree", choices=("issue15", "bench"), default="issue15")
     parser.add_argument("--v018", type=Path, help="folpipe 0.1.8's unpacked sdist, as a baseline")
+    parser.add_argument("--before", type=Path, help="a checkout of 8c2b1f7 (before issue 15)")
     args = parser.parse_args()
     if args.tree == "issue15":
-        return issue15(args.repeat, args.v018)
+        return issue15(args.repeat, args.v018, args.before)
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "bench"
         count = build(root)
