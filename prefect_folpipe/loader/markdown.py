@@ -98,14 +98,25 @@ class ParsedSection:
     extra_code_blocks: list[int] = field(default_factory=list)
 
 
+def _fence(line: str) -> re.Match[str] | None:
+    """The fence ``line`` is, if any (most lines are ruled out without the regex)."""
+    if "```" not in line[:6] and "~~~" not in line[:6]:
+        return None
+    return _FENCE.match(line)
+
+
 def split_sections(text: str) -> list[Section]:
     """H2 sections of a markdown file (headings inside code fences do not count)."""
     sections: list[Section] = []
     fence: str | None = None
     for number, line in enumerate(text.splitlines(), start=1):
         fence = _track_fence(line, fence)
-        heading = _H2.match(line) if fence is None and not line.startswith("###") else None
-        if heading and fence is None:
+        heading = (
+            _H2.match(line)
+            if fence is None and line.startswith("##") and not line.startswith("###")
+            else None
+        )
+        if heading:
             sections.append(Section(heading.group("name").strip("` "), number))
         elif sections:
             sections[-1].body.append((number, line))
@@ -114,7 +125,7 @@ def split_sections(text: str) -> list[Section]:
 
 def _track_fence(line: str, fence: str | None) -> str | None:
     """The open fence after ``line`` (None when outside a code block)."""
-    match = _FENCE.match(line)
+    match = _fence(line)
     if not match:
         return fence
     marker = match.group("fence")
@@ -133,7 +144,7 @@ def parse_section(section: Section) -> ParsedSection:
     description: list[str] = []
     while index < len(lines):
         line = lines[index][1]
-        if _FENCE.match(line):
+        if _fence(line):
             block, index = _read_code(lines, index)
             if parsed.code is None:
                 parsed.code = block
@@ -183,7 +194,7 @@ def _read_code(lines: list[tuple[int, str]], index: int) -> tuple[CodeBlock, int
     index += 1
     while index < len(lines):
         line = lines[index][1]
-        close = _FENCE.match(line)
+        close = _fence(line)
         if (
             close
             and close.group("fence")[0] == fence[0]
