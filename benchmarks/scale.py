@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 import time
@@ -111,8 +113,9 @@ def run_folpipe(path: Path, meter: Meter, **options: Any) -> tuple[dict[str, flo
     everything (run, reports, events)."""
     from prefect_folpipe.compile import RunOptions, flush_artifacts, run_workflow
 
-    begun = time.perf_counter()
+    begun, begun_epoch = time.perf_counter(), time.time()
     numbers, result = meter.measure(lambda: run_workflow(path, options=RunOptions(**options)))
+    numbers["begun_epoch"], numbers["returned_epoch"] = begun_epoch, time.time()
     started = time.perf_counter()
     flush_artifacts()
     numbers["artifacts_s"] = time.perf_counter() - started
@@ -124,18 +127,82 @@ def run_folpipe(path: Path, meter: Meter, **options: Any) -> tuple[dict[str, flo
 
 
 def run_hand(flow_call: Callable[[], Any], meter: Meter) -> dict[str, float]:
-    begun = time.perf_counter()
+    begun, begun_epoch = time.perf_counter(), time.time()
     numbers, _ = meter.measure(lambda: asyncio.run(flow_call()))
+    numbers["begun_epoch"], numbers["returned_epoch"] = begun_epoch, time.time()
     numbers["recorded_s"] = recorded_after(begun)
     return numbers
 
 
 def _ratio(a: dict[str, float], b: dict[str, float]) -> dict[str, float]:
-    return {
+    ratios = {
         "wall": round(a["wall_s"] / b["wall_s"], 3),
         "cpu": round((a["cpu_s"] + a["server_cpu_s"]) / (b["cpu_s"] + b["server_cpu_s"]), 3),
         "recorded": round(a["recorded_s"] / b["recorded_s"], 3),
     }
+    if "rows_recorded_s" in a and "rows_recorded_s" in b:
+        ratios["rows_recorded"] = round(a["rows_recorded_s"] / b["rows_recorded_s"], 3)
+    return ratios
+
+
+# -- when the server wrote a run's last row (SQLite) ------------------------------------------
+
+_LAST_WRITES = {
+    "events": "SELECT max(created) FROM events WHERE occurred >= :begun AND occurred <= :until",
+    "task_run": "SELECT max(updated) FROM task_run WHERE created >= :begun",
+    "task_run_state": "SELECT max(created) FROM task_run_state WHERE created >= :begun",
+    "flow_run": "SELECT max(updated) FROM flow_run WHERE created >= :begun",
+    "log": "SELECT max(created) FROM log WHERE timestamp >= :begun AND timestamp <= :until",
+    "artifact": "SELECT max(updated) FROM artifact WHERE created >= :begun",
+}
+"""Per table, the last write belonging to a run that began at ``begun`` and returned before
+``until``: events the run emitted (``created``: when the server stored them), its task and
+flow runs and their states, its logs and reports. Timestamps are the server's, UTC."""
+
+
+def _database() -> Path | None:
+    """The SQLite database of the server this process measures against (``--server
+    sqlite``), or None (a temporary or PostgreSQL server)."""
+    home = os.environ.get("BENCH_SERVER_HOME")
+    if os.environ.get("BENCH_SERVER") != "sqlite" or not home:
+        return None
+    path = Path(home) / "prefect.db"
+    return path if path.exists() else None
+
+
+def _stamp(epoch: float) -> str:
+    """An epoch second as the server's SQLite rows write it (naive UTC)."""
+    moment = datetime.datetime.fromtimestamp(epoch, datetime.UTC)
+    return moment.strftime("%Y-%m-%d %H:%M:%S.%f")
+
+
+def last_writes(numbers: dict[str, Any]) -> dict[str, float] | None:
+    """Seconds from a run's start until the server wrote the last row of each kind that the run
+    produced (read after the server has settled; None without a SQLite database). Unlike
+    "first idle second" (``recorded_s``), this does not depend on when the server's CPU
+    happens to pause."""
+    path = _database()
+    if path is None:
+        return None
+    begun = numbers["begun_epoch"]
+    window = {"begun": _stamp(begun), "until": _stamp(numbers["returned_epoch"] + 1.0)}
+    out: dict[str, float] = {}
+    with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:
+        for table, query in _LAST_WRITES.items():
+            (last,) = db.execute(query, window).fetchone()
+            if last:
+                moment = datetime.datetime.fromisoformat(last).replace(tzinfo=datetime.UTC)
+                out[table] = round(moment.timestamp() - begun, 3)
+    return out
+
+
+def add_rows_recorded(numbers: dict[str, Any]) -> None:
+    """``rows_recorded_s`` (the latest of ``last_writes``) and the per-table times, once the
+    server has settled after the run."""
+    writes = last_writes(numbers)
+    if writes:
+        numbers["last_writes_s"] = writes
+        numbers["rows_recorded_s"] = max(writes.values())
 
 
 # -- (8) cached re-runs ---------------------------------------------------------------------
@@ -204,7 +271,8 @@ def side_by_side(
     favours one side. Before a scenario's first repetition the ``warm_up`` run goes once,
     unmeasured, so the first run measured does not meet a server that has recorded nothing of
     that size yet (the 12-02 batch's 1.72x: folpipe first on a new PostgreSQL cluster).
-    With ``--fresh-db`` (``fresh_server``) every run meets the database as the warm-up left it."""
+    With ``--fresh-db`` (``fresh_server``) every run meets the database as the warm-up left it.
+    On a SQLite server each run is followed by a settle and ``add_rows_recorded``."""
     fresh = fresh_server.server()
     if not _REPETITIONS[scenario]:
         if warm_up is not None:
@@ -223,6 +291,9 @@ def side_by_side(
             fresh.restore(scenario)
         settle()
         done[key] = runs[key]()
+        if _database() is not None:  # read the run's last writes before the next restore
+            settle()
+            add_rows_recorded(done[key][0] if isinstance(done[key], tuple) else done[key])
     return {key: done[key] for key in runs}, order
 
 
