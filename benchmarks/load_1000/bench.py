@@ -187,12 +187,12 @@ def installed_env(pycache: Path, **extra: str) -> dict[str, str]:
     return {**env, "PYTHONPYCACHEPREFIX": str(pycache), **extra}
 
 
-def run_child(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
+def run_child(cmd: list[str], env: dict[str, str], cwd: Path | None = None) -> tuple[float, float]:
     """Wall seconds of ``cmd`` in a new process, and its CPU seconds (user + system: what load
     on the machine inflates least)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    subprocess.run(cmd, capture_output=True, check=True, env=env)
+    subprocess.run(cmd, capture_output=True, check=True, env=env, cwd=cwd)
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -287,23 +287,16 @@ def warm_child(root: Path, code_dir: Path | None, loads: int) -> float:
 def before_clis(root: Path, before: Path, pycache: Path, rounds: int) -> dict[str, list[float]]:
     """The code before issue 15 and ours, alternating: a warm load (CPU, new process each) and a
     fresh ``folpipe validate`` with the parse cache off (CPU), ``rounds`` times."""
-    env = {**installed_env(pycache), "PYTHONPATH": str(before)}
-    old_cmd = [sys.executable, "-m", "prefect_folpipe", "validate", str(root)]
-    subprocess.run(old_cmd, capture_output=True, check=True, env=env, cwd=root.parent)
+    cmd = [sys.executable, "-m", "prefect_folpipe", "validate", str(root)]
+    old_env = {**installed_env(pycache), "PYTHONPATH": str(before)}  # run from root.parent
+    new_env = installed_env(pycache, FOLPIPE_PARSE_CACHE="0")
+    run_child(cmd, old_env, root.parent)  # fills its bytecode cache
     out: dict[str, list[float]] = {"old warm": [], "new warm": [], "old fresh": [], "new fresh": []}
     for _ in range(rounds):
         out["old warm"].append(warm_child(root, before, 3))
         out["new warm"].append(warm_child(root, None, 3))
-        before_rusage = resource.getrusage(resource.RUSAGE_CHILDREN)
-        subprocess.run(old_cmd, capture_output=True, check=True, env=env, cwd=root.parent)
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        out["old fresh"].append(
-            after.ru_utime - before_rusage.ru_utime + after.ru_stime - before_rusage.ru_stime
-        )
-        new_cmd = [sys.executable, "-m", "prefect_folpipe", "validate", str(root)]
-        out["new fresh"].append(
-            run_child(new_cmd, installed_env(pycache, FOLPIPE_PARSE_CACHE="0"))[1]
-        )
+        out["old fresh"].append(run_child(cmd, old_env, root.parent)[1])
+        out["new fresh"].append(run_child(cmd, new_env, root.parent)[1])
     return out
 
 

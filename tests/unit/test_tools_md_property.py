@@ -9,6 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from prefect_folpipe.errors import Diagnostic
+from prefect_folpipe.loader import markdown
 from prefect_folpipe.loader.toolsmd import parse_tools_md
 from prefect_folpipe.workflow.tree import ToolSpec
 
@@ -90,3 +91,23 @@ def test_parse_tools_md_never_raises(lines: list[str]) -> None:
     assert all(isinstance(tool, ToolSpec) for tool in tools)
     assert all(isinstance(d, Diagnostic) and d.code.startswith("FP2") for d in diagnostics)
     assert len({tool.name for tool in tools}) == len(tools)
+
+
+fence_like = st.builds(
+    lambda indent, marker, rest: " " * indent + marker + rest,
+    st.integers(0, 6),
+    st.sampled_from(["`", "``", "```", "````", "~", "~~~", "~~~~", "`~`", "#", ""]),
+    st.one_of(text, st.sampled_from(["", "python", " bash ", "x`y", "~~~"])),
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.one_of(fence_like, text))
+def test_the_fence_shortcut_matches_the_regex(line_text: str) -> None:
+    """``markdown._fence`` skips the regex for lines that cannot be a fence; it must find
+    exactly the fences the regex finds (indents of 0-3 spaces, ``` or ~~~, any info)."""
+    shortcut = markdown._fence(line_text)
+    full = markdown._FENCE.match(line_text)
+    assert (shortcut is None) == (full is None)
+    if full is not None:
+        assert shortcut is not None and shortcut.groupdict() == full.groupdict()
