@@ -43,12 +43,23 @@ def enabled() -> bool:
     return os.environ.get("BENCH_FRESH_DB") == "1"
 
 
+def database() -> Path | None:
+    """The SQLite file of the server ``run_benchmarks.py --server sqlite`` started, or None
+    (a temporary or PostgreSQL server)."""
+    home = os.environ.get("BENCH_SERVER_HOME")
+    if os.environ.get("BENCH_SERVER") != "sqlite" or not home:
+        return None
+    return Path(home) / "prefect.db"
+
+
 class FreshServer:
     """Stops, restores and restarts the SQLite server this process measures against."""
 
     def __init__(self) -> None:
         self.home = Path(os.environ["BENCH_SERVER_HOME"])
-        self.database = self.home / "prefect.db"
+        path = database()
+        assert path is not None, "--fresh-db needs --server sqlite"
+        self.database = path
         self.url = os.environ["PREFECT_API_URL"]
         self.process: subprocess.Popen[bytes] | None = None  # ours, once restarted
         atexit.register(self._stop)

@@ -160,16 +160,6 @@ _LAST_WRITES = {
 flow runs and their states, its logs and reports. Timestamps are the server's, UTC."""
 
 
-def _database() -> Path | None:
-    """The SQLite database of the server this process measures against (``--server
-    sqlite``), or None (a temporary or PostgreSQL server)."""
-    home = os.environ.get("BENCH_SERVER_HOME")
-    if os.environ.get("BENCH_SERVER") != "sqlite" or not home:
-        return None
-    path = Path(home) / "prefect.db"
-    return path if path.exists() else None
-
-
 def _stamp(epoch: float) -> str:
     """An epoch second as the server's SQLite rows write it (naive UTC)."""
     moment = datetime.datetime.fromtimestamp(epoch, datetime.UTC)
@@ -181,8 +171,8 @@ def last_writes(numbers: dict[str, Any]) -> dict[str, float] | None:
     produced (read after the server has settled; None without a SQLite database). Unlike
     "first idle second" (``recorded_s``), this does not depend on when the server's CPU
     happens to pause."""
-    path = _database()
-    if path is None:
+    path = fresh_server.database()
+    if path is None or not path.exists():
         return None
     begun = numbers["begun_epoch"]
     window = {"begun": _stamp(begun), "until": _stamp(numbers["returned_epoch"] + 1.0)}
@@ -272,7 +262,8 @@ def side_by_side(
     unmeasured, so the first run measured does not meet a server that has recorded nothing of
     that size yet (the 12-02 batch's 1.72x: folpipe first on a new PostgreSQL cluster).
     With ``--fresh-db`` (``fresh_server``) every run meets the database as the warm-up left it.
-    On a SQLite server each run is followed by a settle and ``add_rows_recorded``."""
+    On a SQLite server each run is followed by a settle and ``add_rows_recorded`` (which is
+    then the next run's settle too, unless the database is restored in between)."""
     fresh = fresh_server.server()
     if not _REPETITIONS[scenario]:
         if warm_up is not None:
@@ -286,14 +277,18 @@ def side_by_side(
         order.reverse()
     _REPETITIONS[scenario] += 1
     done: dict[str, Any] = {}
+    rows = fresh_server.database() is not None
+    settled = False  # by the last run's read of its rows
     for key in order:
         if fresh is not None:
             fresh.restore(scenario)
-        settle()
+        if fresh is not None or not settled:
+            settle()
         done[key] = runs[key]()
-        if _database() is not None:  # read the run's last writes before the next restore
+        if rows:  # read the run's last writes once it has settled, before any restore
             settle()
             add_rows_recorded(done[key][0] if isinstance(done[key], tuple) else done[key])
+            settled = True
     return {key: done[key] for key in runs}, order
 
 
