@@ -132,7 +132,9 @@ def write_workflow(root: Path, files: Mapping[str, Any]) -> Path:
 def forget_parses() -> None:
     """Forget what this process parsed and close the parse cache: the loader then starts as
     a new ``folpipe validate`` process would (the on-disk parse cache stays)."""
-    from prefect_folpipe.loader import _files, parsecache, toolsmd
+    from prefect_folpipe.loader import _files
+    from prefect_folpipe.loader.tools import _toolsmd as toolsmd
+    from prefect_folpipe.loader.tools import parsecache
 
     toolsmd._PARSED.clear()
     _files._PARSED.clear()

@@ -59,9 +59,9 @@ def test_importing_the_package_does_not_import_prefect() -> None:
 ROOT = PACKAGE.parent
 PLUGIN_LOADERS = (
     "providers/classes.py",  # provider adapters, entry points and `module:` classes
-    "loader/code.py",  # the workflow author's tools/*.py modules
+    "loader/tools/_code.py",  # the workflow author's tools/*.py modules
     "cli/__init__.py",  # the CLI's subcommands, loaded on first use
-    "tools/runtime.py",  # tool-kind runners (http, mcp) registered on import
+    "tools/toolbox.py",  # tool-kind runners (http, mcp) registered on import
 )
 
 
@@ -86,11 +86,13 @@ def test_import_linter_contracts_are_kept() -> None:
 @pytest.mark.parametrize(
     ("module", "line", "contract"),
     [
-        ("workflow/tree.py", "from ..compile import cache as _upward", "down the pipeline"),
+        ("workflow/tree.py", "from ..compile import build as _upward", "down the pipeline"),
+        ("plan/_plan.py", "from ..compile import options as _upward", "down the pipeline"),
         ("loader/_yaml.py", "import prefect as _prefect", "Prefect only in"),
-        ("compile/graphs.py", "from . import tasks as _prefect_side", "Prefect only in"),
+        ("plan/execution/_graphs.py", "import prefect.states as _prefect_side", "Prefect only in"),
         ("agent/loop.py", "import openai as _sdk", "openai only in its adapter"),
         ("validate/_common.py", "from ..loader import _yaml as _private", "private modules"),
+        ("compile/executor.py", "from .checkpoints import _restore as _private", "private modules"),
     ],
 )
 def test_a_wrong_import_breaks_a_contract(

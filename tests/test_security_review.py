@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
+from prefect_folpipe._messages import ModelRequest, ModelResponse, ToolCall
 from prefect_folpipe.agent.loop import AgentPass, converse
-from prefect_folpipe.compile.artifacts import render_task
+from prefect_folpipe.compile.report.artifacts import render_task
 from prefect_folpipe.errors import HookError, ProviderError
 from prefect_folpipe.expressions import ExpressionError, compile_condition
-from prefect_folpipe.loader.toolmodules import discover_tools
-from prefect_folpipe.messages import ModelRequest, ModelResponse, ToolCall
+from prefect_folpipe.loader.tools._modules import discover_tools
 from prefect_folpipe.tools.hooks import run_hook
-from prefect_folpipe.tools.runtime import Toolbox
+from prefect_folpipe.tools.toolbox import Toolbox
 from prefect_folpipe.workflow.config import TaskConfig
 from prefect_folpipe.workflow.tree import EffectiveSettings, Task, Workflow
 

@@ -41,7 +41,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from prefect_folpipe.loader import _files, toolsmd
+from prefect_folpipe.loader import _files
+from prefect_folpipe.loader.tools import _toolsmd as toolsmd
 from prefect_folpipe.validate import load_workflow, validate_workflow
 
 sys.path.insert(0, str(Path(__file__).parent.parent))

@@ -4,6 +4,6 @@ from __future__ import annotations
 
 from .loop import CallLedger
 from .result import TaskOutcome
-from .runtime import run_task
+from .task import run_task
 
 __all__ = ["CallLedger", "TaskOutcome", "run_task"]

@@ -23,8 +23,8 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from .._messages import Usage
 from ..errors import BudgetExceeded, ConfigError
-from ..messages import Usage
 from ..workflow.pricing import PriceTable, ancestor_paths, unpriced_budgets
 from ..workflow.tree import Task, Workflow
 

@@ -26,10 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..messages import Message, ModelRequest, ModelResponse, ToolCall, ToolResult, message_to_dict
+from .._messages import Message, ModelRequest, ModelResponse, ToolCall, ToolResult, message_to_dict
 from ..providers.replay import Normalizer, response_from_record, response_record
+from ..redaction import is_secret_name
 from ..workflow.names import slug
-from ..workflow.redaction import is_secret_name
 
 LOG = logging.getLogger("prefect_folpipe.agent")
 JOURNAL_VERSION = 1

@@ -15,8 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from ..errors import MaxTurnsExceeded, OutputValidationError, ProviderError
-from ..messages import (
+from .._messages import (
     AssistantMessage,
     Message,
     ModelRequest,
@@ -29,9 +28,10 @@ from ..messages import (
     UserMessage,
     message_to_dict,
 )
+from ..errors import MaxTurnsExceeded, OutputValidationError, ProviderError
 from ..providers.base import Provider
 from ..providers.registry import provider_name
-from ..workflow.redaction import mask_exception
+from ..redaction import mask_exception
 from ..workflow.tree import Task
 from .journal import Journal
 from .output import check_output, output_schema, repair_prompt

@@ -23,13 +23,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ..errors import (
-    ConfigError,
-    Diagnostic,
-    FolpipeError,
-    Severity,
-    WorkflowValidationError,
-)
+from ..errors import ConfigError, Diagnostic, FolpipeError, Severity, WorkflowValidationError
 
 EXIT_OK = 0
 EXIT_FAILED = 1

@@ -26,7 +26,7 @@ import yaml
 from ..agent.output import check_output
 from ..agent.result import TaskOutcome
 from ..errors import OutputValidationError
-from ..tools.runtime import TOOL_STUBS
+from ..tools.toolbox import TOOL_STUBS
 from ..workflow.context import answer_delta
 from ..workflow.tree import Task, Workflow
 from ._testfile import TestCase, TestFileError

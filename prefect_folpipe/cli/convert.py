@@ -14,13 +14,7 @@ from pathlib import Path
 import click
 import yaml
 
-from ..loader.convert import (
-    ConvertError,
-    TaskFiles,
-    default_name,
-    skill_to_task,
-    task_to_skill,
-)
+from ..loader.convert import ConvertError, TaskFiles, default_name, skill_to_task, task_to_skill
 from ._render import handle_errors
 
 TASK_YAML, INSTRUCTIONS, SKILL, SUBTASKS = "task.yaml", "instructions.md", "SKILL.md", "subtasks"

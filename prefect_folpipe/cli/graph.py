@@ -11,8 +11,7 @@ from pathlib import Path
 
 import click
 
-from ..compile.plan import build_plan
-from ..compile.views import graph_to_dict
+from ..plan import build_plan, graph_to_dict
 from ._render import EXIT_FAILED, handle_errors, print_json
 
 

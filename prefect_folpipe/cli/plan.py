@@ -38,8 +38,8 @@ def command(
 ) -> None:
     """Show what a run of PATH would do: order, checkpoints, skips, cost (no model call)."""
     from ..compile.options import RunOptions
-    from ..compile.preview import Settings, preview
-    from ..compile.runtime import manifest_dir, override_of, provider_salt
+    from ..compile.shared import manifest_dir, override_of, provider_salt
+    from ..plan import Settings, preview
     from ..validate import load_workflow
     from .run import parse_context
 

@@ -61,7 +61,7 @@ def _record_time(record: dict[str, Any]) -> float:
 
 
 def _local_record(root: Path, flow_run_id: str | None) -> dict[str, Any] | None:
-    from ..compile.runs import list_runs, resumable_run
+    from ..compile.report import list_runs, resumable_run
 
     if flow_run_id is None:
         return resumable_run(root)

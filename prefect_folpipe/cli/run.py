@@ -172,7 +172,7 @@ def execute(workflow: Workflow, context: dict[str, Any], options: Any, as_json: 
     from prefect.exceptions import TerminationSignal
 
     from ..compile import flush_artifacts, run_workflow  # Prefect sets up its log handlers
-    from ..compile.background import EXIT_FLUSH_S
+    from ..compile.report import EXIT_FLUSH_S
 
     quiet_console_tracebacks()
     with interruptions() as received:
@@ -254,7 +254,7 @@ def report(workflow: Workflow, result: Any, as_json: bool) -> int:
 def start_api() -> InfrastructureError | None:
     """Start the temporary Prefect server (when no API is configured) before the live view,
     with its one line on stderr; the FP523 error when it does not start."""
-    from ..compile.server import ensure_api
+    from ..compile.infra import ensure_api
 
     errors = get_console(stderr=True)
     try:

@@ -60,13 +60,8 @@ def command(
         if not skip_deps and (packages := collect_dependencies(workflow)):
             console.print(f"installing dependencies: {' '.join(packages)}")
             install(packages)
-        from ..compile.server import ensure_api  # imports Prefect: after the checks
-        from ..deploy.serve import (
-            check_not_a_pool_deployment,
-            serve,
-            serve_deployment,
-            serve_name,
-        )
+        from ..compile.infra import ensure_api  # imports Prefect: after the checks
+        from ..deploy.serve import check_not_a_pool_deployment, serve, serve_deployment, serve_name
 
         chosen_name = deployment_name(workflow, serve_name(workflow, name))
         ensure_api(lambda line: console.print(line, style="dim", soft_wrap=True))

@@ -17,10 +17,9 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from ..compile.plan import Plan, build_plan
-from ..compile.views import tool_origin, tree_to_dict
 from ..errors import did_you_mean
 from ..loader.inheritance import missing_reasons
+from ..plan import Plan, build_plan, tool_origin, tree_to_dict
 from ..workflow.tree import EffectiveSettings, Task, Workflow
 from ._render import EXIT_FAILED, get_console, handle_errors, print_diagnostics, print_json
 

@@ -71,6 +71,6 @@ def command(path: Path, as_json: bool, strict: bool, import_tools: bool) -> None
 def checkpoint_note(workflow: Workflow) -> str:
     """How far the workflow's checkpoints reach (local runs, deployments, schedules): the
     choice ``settings.cache`` makes, said once after a clean validation."""
-    from ..compile.scope import describe
+    from ..plan import describe
 
     return describe(workflow.root.settings)

@@ -2,7 +2,7 @@
 
 ``plan``, ``views`` and the other pure modules never import Prefect; ``build``, ``api``,
 ``leaf``, ``tasks``, ``executor`` and ``dask`` do, so the public names are re-exported lazily
-and ``import prefect_folpipe.compile.plan`` stays cheap.
+and ``import prefect_folpipe.plan._plan`` stays cheap.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ def __getattr__(name: str) -> Any:
     elif name == "run_root":
         from . import build as home  # type: ignore[no-redef]
     elif name == "flush_artifacts":
-        from . import background as home  # type: ignore[no-redef]
+        from . import report as home  # type: ignore[no-redef]
     else:
         raise AttributeError(f"module 'prefect_folpipe.compile' has no attribute {name!r}")
     value = getattr(home, name)

@@ -15,19 +15,17 @@ from prefect.states import Failed
 from prefect.utilities.asyncutils import run_coro_as_sync
 
 from ..errors import ConfigError, InfrastructureError, WorkflowFailed
+from ..plan import build_plan
+from ..plan.contextops import describe_error
 from ..workflow.config import TaskConfig
 from ..workflow.tree import Workflow
 from .build import preflight, run_root
 from .checkpoints import flow_result_storage
-from .contextops import describe_error
-from .ephemeral import guard_temporary_server
-from .infra import infrastructure_error
+from .infra import ensure_api, guard_temporary_server, infrastructure_error
 from .leaf import ProcessLocal
 from .options import RunOptions
-from .plan import build_plan
 from .report import RunResult, RunTracker, reported_tasks
 from .runner import Runners
-from .server import ensure_api
 from .signature import complete_call, merge_inputs, with_input_signature
 from .tasks import flow_name
 

@@ -18,30 +18,31 @@ from typing import Any
 
 from prefect.context import FlowRunContext
 
+from .._process.heap import older_objects_set_aside
 from ..agent import run_task
 from ..errors import ConfigError, MissingInputError, ProviderError, RunInterrupted
-from ..workflow.heap import older_objects_set_aside
+from ..plan import CheckpointScope, Plan, build_plan
+from ..plan.contextops import child_context, describe_error, merge_delta, plain, seed_context
+from ..plan.execution import Outcome, is_signal
 from ..workflow.names import slug
 from ..workflow.tree import Task, Workflow
-from . import artifacts
-from .approval import ApprovalGates
-from .background import END_HOLD_S, WRITER
-from .contextops import child_context, describe_error, merge_delta, plain, seed_context
-from .costs import cost_report
+from .approvals import ApprovalGates
 from .executor import LOG, TreeExecutor
-from .fanout import is_signal
-from .infra import interruption
+from .infra import SETTLE, interruption, settle_crashed_runs
 from .options import RunOptions
-from .outcome import Outcome
 from .passes import FlowRuntime
-from .plan import Plan, build_plan
-from .recovery import settle_crashed_runs
-from .report import RunResult, RunTracker, reported_tasks
+from .report import (
+    END_HOLD_S,
+    WRITER,
+    RunRecord,
+    RunResult,
+    RunTracker,
+    artifacts,
+    cost_report,
+    reported_tasks,
+)
 from .runner import Runners
-from .runs import RunRecord
-from .runtime import ModelServices, RunSpec, Services
-from .scope import CheckpointScope
-from .server import SETTLE
+from .shared import ModelServices, RunSpec, Services
 from .tags import RunTags
 from .tasks import PrefectTasks
 

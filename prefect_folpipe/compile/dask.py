@@ -23,16 +23,15 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from .._messages import ModelRequest, ModelResponse, Usage
 from ..agent import run_task
 from ..errors import ConfigError
-from ..messages import ModelRequest, ModelResponse, Usage
+from ..plan import DaskPlan
+from ..plan.execution import Outcome
 from ..workflow.tree import Task, Workflow
-from . import artifacts
-from .outcome import Outcome
 from .passes import PassRuntime, Payload
-from .plan import DaskPlan
-from .report import RunTracker
-from .runtime import ModelServices, RunSpec, provider_salt
+from .report import RunTracker, artifacts
+from .shared import ModelServices, RunSpec, provider_salt
 
 DEFAULT_LOCAL_WORKERS = 4
 _WAITS = ThreadPoolExecutor(max_workers=64, thread_name_prefix="folpipe-dask-wait")

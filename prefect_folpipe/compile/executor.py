@@ -17,21 +17,19 @@ from prefect.logging import get_run_logger
 from prefect.utilities.annotations import allow_failure
 
 from ..errors import FolpipeError
+from ..plan import Plan
+from ..plan.contextops import ContextBox, child_context, describe_error, merge_delta
+from ..plan.execution import ChildPolicy, Outcome, Scope, run_group
+from ..plan.failures import TaskTimedOut
 from ..workflow.context import ERRORS_KEY
 from ..workflow.names import RESTORED_SUFFIX
 from ..workflow.tree import Task
-from .approval import ApprovalGates
-from .contextops import ContextBox, child_context, describe_error, merge_delta
-from .failures import TaskTimedOut
-from .groups import run_group
+from .approvals import ApprovalGates
+from .checkpoints import CheckpointReader, NotRestorable, RecordingTracker, RestoredPass
+from .infra import SETTLE
 from .leaf import pass_label
-from .outcome import Outcome, Scope
-from .plan import Plan
-from .policy import ChildPolicy
 from .report import RunTracker
-from .restore import CheckpointReader, NotRestorable, RecordingTracker, RestoredPass
 from .runner import Runners
-from .server import SETTLE
 from .tags import RunTags
 from .tasks import PrefectTasks
 

@@ -24,19 +24,16 @@ from prefect.cache_policies import NO_CACHE
 from prefect.context import TaskRunContext
 from prefect.logging import get_run_logger
 
+from ..plan import NodePlan, cache_key, key_parts, write_manifest
+from ..plan.contextops import unbox
 from ..workflow.names import slug
 from ..workflow.tree import Task
-from .background import WRITER
-from .cache import cache_key
 from .checkpoints import SERIALIZER, checkpoint_storage
-from .contextops import unbox
-from .manifest import key_parts, write_manifest
 from .passes import PassRuntime, Payload, check_serialisable, payload_of
-from .plan import NodePlan
+from .report import WRITER, CoalescedLog
 from .retry import retry_delays, retry_on_of, should_retry
-from .runtime import RunSpec
+from .shared import RunSpec
 from .tags import tag_task_run
-from .tasklog import CoalescedLog
 
 
 class ProcessLocal:

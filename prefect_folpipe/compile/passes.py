@@ -9,14 +9,13 @@ from collections.abc import Callable
 from typing import Any, TypedDict
 
 from ..agent.journal import Journal
+from ..plan import task_identity
+from ..plan.failures import ResultNotSerializable
 from ..workflow.tree import Task, Workflow
-from . import artifacts
-from .cache import task_identity
-from .failures import ResultNotSerializable
-from .journal import journal_for
+from .checkpoints import journal_for
 from .options import ArtifactLevel
-from .report import RunTracker
-from .runtime import RunSpec, Services, provider_salt
+from .report import RunTracker, artifacts
+from .shared import RunSpec, Services, provider_salt
 
 
 class Payload(TypedDict):

@@ -11,11 +11,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
+from ..plan import NodePlan, Plan
+from ..plan.execution import Outcome
 from ..workflow.tree import Task
-from .outcome import Outcome
-from .plan import NodePlan, Plan
 from .report import RunTracker
-from .runtime import RunSpec
+from .shared import RunSpec
 
 
 class PassRunner(Protocol):

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..providers.registry import ProviderOverride
 from ..workflow.tree import Task, Workflow
-from .runtime import provider_and_model
+from .shared import provider_and_model
 
 LOG = logging.getLogger("prefect_folpipe.compile")
 PAGE = 200

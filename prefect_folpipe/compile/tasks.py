@@ -13,15 +13,14 @@ from prefect.cache_policies import NO_CACHE
 from prefect.context import TaskRunContext
 from prefect.states import Completed
 
+from ..plan import Plan
+from ..plan.contextops import unbox
 from ..workflow.names import slug
 from ..workflow.tree import Task
-from . import artifacts
-from .background import WRITER
 from .checkpoints import checkpoint_storage, flow_result_storage
-from .contextops import unbox
 from .leaf import LeafRef, ProcessLocal, leaf_task, task_options
-from .plan import Plan
-from .runtime import RunSpec
+from .report import WRITER, artifacts
+from .shared import RunSpec
 from .tags import RunTags, tag_task_run
 
 ALL_CACHED = "every task below reused its checkpoint"

@@ -137,7 +137,7 @@ def _started(run: Any) -> Any:
 
 def recorded_run_ids(root: Path) -> set[str]:
     """Flow-run ids of the run records the folder keeps under ``.folpipe/runs/``."""
-    from ..compile.runs import list_runs
+    from ..compile.report import list_runs
 
     return {str(record.get("flow_run_id")) for record in list_runs(root)}
 
@@ -357,7 +357,7 @@ async def recent_runs(workflow: Workflow, *, limit: int = 10) -> list[RunSummary
     """The workflow's most recent runs (newest first) with task counts and cost."""
     from prefect.client.orchestration import get_client
 
-    from ..compile.server import ensure_api
+    from ..compile.infra import ensure_api
 
     ensure_api()  # the local history needs a temporary server: one line, a generous timeout
     async with get_client() as client:
@@ -379,7 +379,7 @@ async def recent_runs(workflow: Workflow, *, limit: int = 10) -> list[RunSummary
 
 async def _add_costs(client: Any, workflow: Workflow, summaries: list[RunSummary]) -> None:
     """Each run's cost: its summary artifact (any server), else its local run record."""
-    from ..compile.runs import list_runs
+    from ..compile.report import list_runs
 
     if not summaries:
         return
@@ -412,7 +412,7 @@ async def _summary_tables(
         ArtifactFilterKey,
     )
 
-    from ..compile.artifacts import summary_key
+    from ..compile.report.artifacts import summary_key
 
     artifacts = await client.read_artifacts(
         artifact_filter=ArtifactFilter(

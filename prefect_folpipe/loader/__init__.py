@@ -14,16 +14,17 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from .._process.heap import collections_held
 from ..errors import Diagnostic
-from ..workflow.heap import collections_held
 from ..workflow.tree import Task, ToolSpec, Workflow
-from . import _tools, parsecache
+from . import _tools
 from ._cascade import Cascade
 from ._discover import Discovery, RawTask
 from ._hash import file_digests, task_hash
 from ._instructions import Snippets, system_prompt
 from ._providers import ProviderTable, check_provider_blocks, check_task_provider
 from ._yaml import Loc, SourceMap, parse_yaml
+from .tools import parsecache
 
 __all__ = ["LoadResult", "Loc", "SourceMap", "file_digests", "load", "parse_yaml"]
 

@@ -28,7 +28,7 @@ import os
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
-from ..workflow.memo import IdentityMemo
+from .._process.memo import IdentityMemo
 from ..workflow.tree import ResolvedProvider, ToolSpec
 
 SKIPPED_DIRS = frozenset({"subtasks", "output", "__pycache__", "node_modules"})

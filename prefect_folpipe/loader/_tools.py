@@ -13,9 +13,7 @@ from ..workflow.tree import ToolSpec
 from ._yaml import SourceMap
 from .hooks import discover_hooks
 from .inheritance import resolve_tools
-from .tooldefs import diagnostic
-from .toolmodules import discover_module_tools, discover_tools, mentions_tool
-from .toolsmd import parse_tools_md
+from .tools import diagnostic, discover_module_tools, discover_tools, mentions_tool, parse_tools_md
 
 Lineage = Sequence[tuple[str, TaskConfig, tuple[ToolSpec, ...]]]
 

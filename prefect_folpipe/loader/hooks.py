@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 
 from ..errors import Diagnostic, did_you_mean
-from .toolsmd import diagnostic
+from .tools import diagnostic
 
 STAGES = ("pre_run", "post_run")
 SUFFIXES = (".py", ".sh")

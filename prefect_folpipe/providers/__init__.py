@@ -7,7 +7,7 @@ by ``registry`` when a workflow uses them.
 
 from __future__ import annotations
 
-from ..messages import (
+from .._messages import (
     AssistantMessage,
     Message,
     ModelRequest,

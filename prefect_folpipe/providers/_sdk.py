@@ -15,8 +15,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, ClassVar, Self
 
-from ..errors import ConfigError, ProviderError, ProviderErrorKind
-from ..messages import (
+from .._messages import (
     AssistantMessage,
     Message,
     ModelRequest,
@@ -25,8 +24,9 @@ from ..messages import (
     ToolResultsMessage,
     UserMessage,
 )
+from ..errors import ConfigError, ProviderError, ProviderErrorKind
+from ..redaction import register_secret
 from ..workflow.config import ProviderConfig
-from ..workflow.redaction import register_secret
 
 SecretResolver = Callable[[str], str]
 

@@ -13,7 +13,7 @@ import json
 from types import ModuleType
 from typing import Any, ClassVar
 
-from ..messages import (
+from .._messages import (
     AssistantMessage,
     Message,
     ModelRequest,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar, Protocol, runtime_checkable
 
-from ..messages import ModelRequest, ModelResponse
+from .._messages import ModelRequest, ModelResponse
 
 
 @runtime_checkable

@@ -20,8 +20,8 @@ from typing import Any, ClassVar
 
 import httpx
 
+from .._messages import AssistantMessage, ModelRequest, ModelResponse, ToolCall, ToolResult, Usage
 from ..errors import ConfigError
-from ..messages import AssistantMessage, ModelRequest, ModelResponse, ToolCall, ToolResult, Usage
 from ..workflow.config import ProviderConfig
 from ..workflow.providers import OLLAMA_OPTIONS
 from ..workflow.tree import Task

@@ -12,7 +12,7 @@ import json
 from types import ModuleType
 from typing import Any, ClassVar
 
-from ..messages import AssistantMessage, ModelRequest, ModelResponse, ToolCall, ToolResult, Usage
+from .._messages import AssistantMessage, ModelRequest, ModelResponse, ToolCall, ToolResult, Usage
 from ..workflow.config import ProviderConfig
 from ..workflow.tree import Task
 from ._sdk import (

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .._messages import ModelRequest, ModelResponse
+from .._process.memo import IdentityMemo
 from ..errors import ConfigError
-from ..messages import ModelRequest, ModelResponse
 from ..workflow.config import ProviderConfig
-from ..workflow.memo import IdentityMemo
 from ..workflow.providers import NO_PROVIDER_MESSAGE, canonical_type
 from ..workflow.tree import ResolvedProvider, Task, Workflow
 from .base import Provider

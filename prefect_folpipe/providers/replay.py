@@ -26,10 +26,10 @@ from typing import Any, ClassVar
 
 import yaml
 
+from .._messages import ModelRequest, ModelResponse, ToolCall, Usage, message_to_dict
 from ..errors import ConfigError, ProviderError
-from ..messages import ModelRequest, ModelResponse, ToolCall, Usage, message_to_dict
+from ..redaction import SECRETS
 from ..workflow.config import ProviderConfig
-from ..workflow.redaction import SECRETS
 from ..workflow.tree import Task
 from ._sdk import provider_error
 from .base import Provider

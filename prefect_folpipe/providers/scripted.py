@@ -33,8 +33,7 @@ from typing import Any, ClassVar, get_args
 
 import yaml
 
-from ..errors import ConfigError, ProviderError, ProviderErrorKind
-from ..messages import (
+from .._messages import (
     AssistantMessage,
     Message,
     ModelRequest,
@@ -44,6 +43,7 @@ from ..messages import (
     Usage,
     UserMessage,
 )
+from ..errors import ConfigError, ProviderError, ProviderErrorKind
 from ..workflow.jsondata import NotPlainJSON, check_plain, load_yaml
 
 ERROR_KINDS: tuple[str, ...] = get_args(ProviderErrorKind)

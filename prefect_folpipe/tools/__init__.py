@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..workflow.marker import tool
-from ..workflow.toolcontext import ToolContext
+from ..authoring import ToolContext, tool
 
 __all__ = [
     "RUNNERS",
@@ -34,7 +33,7 @@ def __getattr__(name: str) -> Any:
 
         return {"Hook": Hook, "run_hook": run_hook}[name]
     if name in ("RUNNERS", "Toolbox", "register_runner"):
-        from .runtime import RUNNERS, Toolbox, register_runner
+        from .toolbox import RUNNERS, Toolbox, register_runner
 
         return {"RUNNERS": RUNNERS, "Toolbox": Toolbox, "register_runner": register_runner}[name]
     if name in ("redact", "redact_secrets"):
@@ -42,7 +41,7 @@ def __getattr__(name: str) -> Any:
 
         return {"redact": redact, "redact_secrets": redact_secrets}[name]
     if name == "resolve_path":
-        from ..workflow.grants import resolve_path
+        from ..authoring import resolve_path
 
         return resolve_path
     raise AttributeError(f"module 'prefect_folpipe.tools' has no attribute {name!r}")

@@ -14,8 +14,8 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
+from ..authoring import ToolContext
 from ..errors import SandboxViolation, is_retryable
-from ..workflow.toolcontext import ToolContext
 from ..workflow.tree import EffectiveSettings, ToolSpec
 from .python import ToolArgumentError
 from .shell import ShellToolFailed

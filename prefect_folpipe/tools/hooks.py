@@ -32,12 +32,11 @@ from collections.abc import Callable, Mapping, MutableMapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..authoring import Hook, ToolContext
+from ..authoring.agentflow import agentflow_imports, with_agentflow
 from ..errors import HookError
-from ..loader.code import exits_refused
-from ..workflow.agentflow import agentflow_imports, with_agentflow
+from ..loader.tools import exits_refused
 from ..workflow.config import HttpHook
-from ..workflow.marker import Hook
-from ..workflow.toolcontext import ToolContext
 from ..workflow.tree import ToolSpec
 from .redact import redact_secrets
 from .shell import context_env, json_object, run_script, sandbox_env

@@ -44,11 +44,11 @@ from typing import Any
 
 import httpx
 
+from ..authoring import ToolContext
 from ..errors import SandboxViolation
-from ..workflow.toolcontext import ToolContext
 from ..workflow.toolmeta import ENV_REFERENCE, allow_list, meta_names
 from ..workflow.tree import ToolSpec
-from .runtime import CodedToolError, register_runner
+from .toolbox import CodedToolError, register_runner
 
 DEFAULT_MAX_BYTES = 1_000_000
 DEFAULT_TIMEOUT = 30.0

@@ -31,11 +31,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ..authoring import ToolContext
 from ..workflow.config import McpServer
-from ..workflow.toolcontext import ToolContext
 from ..workflow.toolmeta import ENV_REFERENCE
 from ..workflow.tree import ToolSpec
-from .runtime import CodedToolError, register_runner
+from .toolbox import CodedToolError, register_runner
 
 _LISTINGS: dict[tuple[str, str, str], dict[str, Any]] = {}
 """Tool lists seen per (workflow root, server name, server settings): later task runs get the

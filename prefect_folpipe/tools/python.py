@@ -2,7 +2,7 @@
 
 Sync functions run in a worker thread (``asyncio.to_thread``), async ones are awaited. A
 function whose first parameter is ``ctx`` (or annotated ``ToolContext``) receives the task's
-:class:`~prefect_folpipe.workflow.toolcontext.ToolContext`. Arguments are bound through the schema's
+:class:`~prefect_folpipe.authoring._context.ToolContext`. Arguments are bound through the schema's
 pydantic model, so a parameter annotated with a pydantic model receives an instance.
 """
 
@@ -15,11 +15,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from ..authoring import FunctionSchema, ToolContext, function_schema
+from ..authoring.agentflow import agentflow_imports, with_agentflow
 from ..errors import ToolError
-from ..loader.code import load_code_block, load_tools_module
-from ..workflow.agentflow import agentflow_imports, with_agentflow
-from ..workflow.toolcontext import ToolContext
-from ..workflow.toolschema import FunctionSchema, function_schema
+from ..loader.tools import load_code_block, load_tools_module
 from ..workflow.tree import ToolSpec
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
-from ..workflow.redaction import MIN_SECRET_LENGTH, REDACTED, SECRETS, env_secrets
+from ..redaction import MIN_SECRET_LENGTH, REDACTED, SECRETS, env_secrets
 
 __all__ = [
     "MIN_SECRET_LENGTH",

@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
+from .._messages import Usage
 from ..errors import ConfigError
-from ..messages import Usage
 from .tree import Task, Workflow
 
 PRICE_KEYS = frozenset(

@@ -12,14 +12,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
-from .config import (
-    ExecutionType,
-    HttpHook,
-    OnError,
-    OnMaxIterations,
-    ProviderConfig,
-    TaskConfig,
-)
+from .config import ExecutionType, HttpHook, OnError, OnMaxIterations, ProviderConfig, TaskConfig
 
 ToolKind = Literal["python", "shell", "http", "mcp", "reference"]
 ToolOrigin = Literal["own", "shared", "inherited"]

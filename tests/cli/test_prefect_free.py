@@ -6,8 +6,8 @@ import subprocess
 import sys
 
 MODULES = (
-    "prefect_folpipe.compile.plan",
-    "prefect_folpipe.compile.views",
+    "prefect_folpipe.plan._plan",
+    "prefect_folpipe.plan._views",
     "prefect_folpipe.cli._render",
     "prefect_folpipe.cli.validate",
     "prefect_folpipe.cli.tree",

@@ -8,8 +8,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from prefect_folpipe.cli.tree import explain_tool
-from prefect_folpipe.compile.plan import build_plan
-from prefect_folpipe.compile.views import graph_to_dict, tree_to_dict
+from prefect_folpipe.plan._plan import build_plan
+from prefect_folpipe.plan._views import graph_to_dict, tree_to_dict
 from prefect_folpipe.workflow import Task, Workflow
 
 from .cli_helpers import make_task, make_tool, make_workflow

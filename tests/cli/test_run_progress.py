@@ -7,7 +7,7 @@ from pathlib import Path
 from rich.console import Console
 
 from prefect_folpipe.cli._progress import ProgressView
-from prefect_folpipe.compile.report import RunTracker
+from prefect_folpipe.compile.report._records import RunTracker
 from prefect_folpipe.workflow.config import TaskConfig
 from prefect_folpipe.workflow.tree import EffectiveSettings, Task, Workflow
 

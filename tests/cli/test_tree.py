@@ -5,8 +5,8 @@ from __future__ import annotations
 from rich.console import Console
 
 from prefect_folpipe.cli.tree import build_tree, changed_settings, explain_tool, tool_declarations
-from prefect_folpipe.compile.plan import build_plan
-from prefect_folpipe.compile.views import tool_origin, tree_to_dict
+from prefect_folpipe.plan._plan import build_plan
+from prefect_folpipe.plan._views import tool_origin, tree_to_dict
 from prefect_folpipe.workflow import EffectiveSettings, Task, Workflow
 
 from .cli_helpers import cv_pipeline, graph_workflow, make_task, make_tool, make_workflow

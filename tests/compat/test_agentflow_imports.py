@@ -10,8 +10,8 @@ import importlib.util
 import sys
 
 from prefect_folpipe import validate_workflow
+from prefect_folpipe.authoring.agentflow import agentflow_imports
 from prefect_folpipe.validate import load_workflow
-from prefect_folpipe.workflow.agentflow import agentflow_imports
 
 TOOLS_PY = '''\
 from agentflow import tool, ToolContext

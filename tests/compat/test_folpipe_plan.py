@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from prefect_folpipe.cli import cli
-from prefect_folpipe.compile.plan import build_plan
+from prefect_folpipe.plan._plan import build_plan
 from prefect_folpipe.validate import load_workflow
 
 pytestmark = pytest.mark.prefect

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from prefect_folpipe.loader import parsecache
+from prefect_folpipe.loader.tools import parsecache
 from prefect_folpipe.validate import check
 from tests.builders import forget_parses
 

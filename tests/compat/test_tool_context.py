@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from prefect_folpipe import validate_workflow
-from prefect_folpipe.loader.shellparams import infer_shell_params
+from prefect_folpipe.loader.tools._shellparams import infer_shell_params
 
 STATE_TOOLS = """\
 ## remember

@@ -19,7 +19,7 @@ from uuid import UUID
 
 import pytest
 
-from prefect_folpipe.compile.runs import list_runs, resumable_run
+from prefect_folpipe.compile.report._runs import list_runs, resumable_run
 
 from .runs import expand_restored, ok, trigger, with_client
 from .server import FOLPIPE, PREFECT, PrefectServer, stop_process_group

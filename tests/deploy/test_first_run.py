@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from prefect_folpipe.compile.server import STARTING_LINE
+from prefect_folpipe.compile.infra._server import STARTING_LINE
 
 from .server import FOLPIPE
 
@@ -142,7 +142,7 @@ def test_a_server_that_does_not_start_is_a_coded_error(tmp_path: Path) -> None:
 SERVER_ENV = """
 from pathlib import Path
 from prefect.server.api.server import SubprocessASGIServer
-from prefect_folpipe.compile.server import ensure_api
+from prefect_folpipe.compile.infra._server import ensure_api
 ensure_api()
 pid = SubprocessASGIServer().server_process.pid
 print(sorted(v for v in Path(f"/proc/{pid}/environ").read_bytes().split(b"\\0")

@@ -240,7 +240,7 @@ def test_only_prefect_signals_pass_up_as_a_suspension() -> None:
     interruption, recorded as such."""
     from prefect.exceptions import Pause, TerminationSignal
 
-    from prefect_folpipe.compile.fanout import is_signal
+    from prefect_folpipe.plan.execution._fanout import is_signal
 
     assert is_signal(Pause())
     assert not is_signal(TerminationSignal(15))

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from prefect_folpipe.compile.background import BackgroundWriter
+from prefect_folpipe.compile.report._background import BackgroundWriter
 
 pytestmark = pytest.mark.prefect
 

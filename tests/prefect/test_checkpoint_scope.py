@@ -16,7 +16,7 @@ import pytest
 from builders import make_task
 
 from prefect_folpipe.compile.options import RunOptions
-from prefect_folpipe.compile.scope import CheckpointScope, describe
+from prefect_folpipe.plan._scope import CheckpointScope, describe
 from prefect_folpipe.workflow.tree import EffectiveSettings
 
 

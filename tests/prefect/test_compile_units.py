@@ -9,14 +9,14 @@ from typing import Any
 
 import pytest
 
-from prefect_folpipe.compile.cache import cache_key, task_identity
-from prefect_folpipe.compile.contextops import merge_delta, seed_context
-from prefect_folpipe.compile.failures import DependencyError
-from prefect_folpipe.compile.groups import run_group as run_plan_group
-from prefect_folpipe.compile.outcome import Outcome, Scope
-from prefect_folpipe.compile.plan import build_plan
 from prefect_folpipe.compile.retry import retry_delays, should_retry
 from prefect_folpipe.errors import OutputValidationError, ProviderError
+from prefect_folpipe.plan._keys import cache_key, task_identity
+from prefect_folpipe.plan._plan import build_plan
+from prefect_folpipe.plan.contextops import merge_delta, seed_context
+from prefect_folpipe.plan.execution import run_group as run_plan_group
+from prefect_folpipe.plan.execution._outcome import Outcome, Scope
+from prefect_folpipe.plan.failures import DependencyError
 from prefect_folpipe.workflow.config import TaskConfig
 from prefect_folpipe.workflow.tree import EffectiveSettings, Task, Workflow
 
@@ -170,7 +170,7 @@ async def test_a_group_that_cannot_start_a_member_leaves_no_coroutine_unawaited(
     import gc
     import warnings
 
-    from prefect_folpipe.compile import fanout
+    from prefect_folpipe.plan.execution import _fanout as fanout
 
     started: list[int] = []
     real = asyncio.TaskGroup.create_task

@@ -9,8 +9,7 @@ from typing import Any
 import cloudpickle
 from prefect.states import Failed
 
-from prefect_folpipe.compile.checkpoints import CheckpointStorage
-from prefect_folpipe.compile.contextops import ContextBox
+from prefect_folpipe.compile.checkpoints._files import CheckpointStorage
 from prefect_folpipe.compile.leaf import (
     CheckpointKey,
     LeafRef,
@@ -19,10 +18,11 @@ from prefect_folpipe.compile.leaf import (
     leaf_task,
     task_options,
 )
-from prefect_folpipe.compile.plan import build_plan
-from prefect_folpipe.compile.runtime import RunSpec
-from prefect_folpipe.compile.scope import CheckpointScope
+from prefect_folpipe.compile.shared import RunSpec
 from prefect_folpipe.errors import OutputValidationError, ProviderError
+from prefect_folpipe.plan._plan import build_plan
+from prefect_folpipe.plan._scope import CheckpointScope
+from prefect_folpipe.plan.contextops import ContextBox
 from prefect_folpipe.workflow.config import TaskConfig
 from prefect_folpipe.workflow.tree import EffectiveSettings, Task, Workflow
 

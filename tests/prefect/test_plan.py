@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from prefect_folpipe.compile.plan import build_plan, dag_plan
-from prefect_folpipe.compile.report import reported_tasks
-from prefect_folpipe.compile.views import graph_to_dict, tree_to_dict
+from prefect_folpipe.compile.report._records import reported_tasks
+from prefect_folpipe.plan._plan import build_plan, dag_plan
+from prefect_folpipe.plan._views import graph_to_dict, tree_to_dict
 from prefect_folpipe.validate import load_workflow
 from prefect_folpipe.workflow.config import TaskConfig
 from prefect_folpipe.workflow.graph import DagError, check_dag, find_cycle, simple_cycles
@@ -39,7 +39,7 @@ def test_golden_plan(name: str) -> None:
 def test_a_plan_is_built_without_prefect() -> None:
     code = (
         "import sys\n"
-        "from prefect_folpipe.compile.plan import build_plan\n"
+        "from prefect_folpipe.plan._plan import build_plan\n"
         "from prefect_folpipe.validate import load_workflow\n"
         f"plan = build_plan(load_workflow({str(PLANS / 'report')!r}))\n"
         "plan.to_dict(); plan.to_text(); plan.to_mermaid()\n"

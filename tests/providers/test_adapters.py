@@ -6,8 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from prefect_folpipe.errors import ConfigError, ProviderError
-from prefect_folpipe.messages import (
+from prefect_folpipe._messages import (
     AssistantMessage,
     ModelRequest,
     ToolCall,
@@ -16,6 +15,7 @@ from prefect_folpipe.messages import (
     ToolResultsMessage,
     UserMessage,
 )
+from prefect_folpipe.errors import ConfigError, ProviderError
 from prefect_folpipe.providers._sdk import retry_after_seconds
 from prefect_folpipe.workflow.config import ProviderConfig, TaskConfig
 from prefect_folpipe.workflow.tree import EffectiveSettings, ResolvedProvider, Task, ToolSpec

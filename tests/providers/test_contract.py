@@ -12,8 +12,7 @@ import sys
 
 import pytest
 
-from prefect_folpipe.errors import ConfigError, ProviderError
-from prefect_folpipe.messages import (
+from prefect_folpipe._messages import (
     AssistantMessage,
     ModelRequest,
     ToolCall,
@@ -22,6 +21,7 @@ from prefect_folpipe.messages import (
     ToolResultsMessage,
     UserMessage,
 )
+from prefect_folpipe.errors import ConfigError, ProviderError
 
 from .conftest import API_KEY, KEY_ENV, Harness, make_provider, make_wire
 from .wire import Failure, Reply, Stall

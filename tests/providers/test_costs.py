@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from prefect_folpipe.compile.api import arun_workflow
-from prefect_folpipe.compile.costs import CostReport, render_markdown
 from prefect_folpipe.compile.options import RunOptions
+from prefect_folpipe.compile.report._costs import CostReport, render_markdown
 
 from .conftest import API_KEY, KEY_ENV, make_wire
 from .wire import Reply

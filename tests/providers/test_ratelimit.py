@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from prefect_folpipe.compile.ratelimit import collect_limits, make_call_guard
+from prefect_folpipe.compile.infra._callguard import collect_limits, make_call_guard
 from prefect_folpipe.errors import ConfigError, ProviderError
 from prefect_folpipe.providers.ratelimit import RateLimiter, limiter_for
 from prefect_folpipe.workflow.config import ProviderConfig, TaskConfig

@@ -9,8 +9,7 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
-from prefect_folpipe.errors import ConfigError, ProviderError
-from prefect_folpipe.messages import (
+from prefect_folpipe._messages import (
     AssistantMessage,
     ModelRequest,
     ToolDefinition,
@@ -18,6 +17,7 @@ from prefect_folpipe.messages import (
     ToolResultsMessage,
     UserMessage,
 )
+from prefect_folpipe.errors import ConfigError, ProviderError
 from prefect_folpipe.providers.classes import ProviderEnv
 from prefect_folpipe.providers.registry import ProviderPool
 from prefect_folpipe.providers.replay import CassetteRecorder, ReplayProvider

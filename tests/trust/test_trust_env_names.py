@@ -9,7 +9,7 @@ import pytest
 from builders import write_workflow
 
 from prefect_folpipe.errors import ToolError
-from prefect_folpipe.loader.shellparams import infer_shell_params
+from prefect_folpipe.loader.tools._shellparams import infer_shell_params
 from prefect_folpipe.tools.shell import sandbox_env
 from prefect_folpipe.validate import validate_workflow
 

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from prefect_folpipe.agent.output import check_output
-from prefect_folpipe.agent.runtime import run_task
+from prefect_folpipe.agent.task import run_task
 from prefect_folpipe.errors import Diagnostic, FolpipeError
 from prefect_folpipe.providers.scripted import ScriptedProvider, load_replies
 from prefect_folpipe.validate import validate_workflow

@@ -13,8 +13,8 @@ import uuid
 import pytest
 
 from prefect_folpipe.providers.replay import Normalizer
+from prefect_folpipe.redaction import REDACTED, SECRETS, is_secret_name
 from prefect_folpipe.tools.redact import redact_secrets
-from prefect_folpipe.workflow.redaction import REDACTED, SECRETS, is_secret_name
 
 PAT = "ghp_patvalue0123456789abcdef"
 AWS = "AKIAEXAMPLEKEY0123456"
@@ -68,7 +68,7 @@ def test_a_value_registered_mid_run_is_masked_by_every_sink() -> None:
 def test_the_process_environment_is_read_again_when_it_changes(monkeypatch) -> None:
     """``os.environ``'s secrets are kept between calls (every masked line asks) and found
     again as soon as the environment changes: set, changed, removed."""
-    from prefect_folpipe.workflow import redaction
+    from prefect_folpipe import redaction
 
     secret, other = "sk-test-" + "a" * 24, "sk-test-" + "b" * 24
     assert secret not in redaction.env_secrets()

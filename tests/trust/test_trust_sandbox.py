@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 from builders import write_workflow
 
+from prefect_folpipe._messages import ToolCall
+from prefect_folpipe.authoring._context import ToolContext
+from prefect_folpipe.authoring._grants import resolve_path
 from prefect_folpipe.errors import SandboxViolation
-from prefect_folpipe.messages import ToolCall
-from prefect_folpipe.tools.runtime import Toolbox
+from prefect_folpipe.tools.toolbox import Toolbox
 from prefect_folpipe.validate import load_workflow, validate_workflow
-from prefect_folpipe.workflow.grants import resolve_path
-from prefect_folpipe.workflow.toolcontext import ToolContext
 
 TOOLS = """## make_link
 > type: shell

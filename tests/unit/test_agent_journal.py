@@ -14,10 +14,7 @@ from typing import Any
 import pytest
 from builders import make_task, make_tool
 
-from prefect_folpipe.agent.budget import BudgetLedger
-from prefect_folpipe.agent.journal import Journal
-from prefect_folpipe.agent.loop import AgentPass, converse
-from prefect_folpipe.messages import (
+from prefect_folpipe._messages import (
     AssistantMessage,
     ModelRequest,
     ToolCall,
@@ -26,6 +23,9 @@ from prefect_folpipe.messages import (
     ToolResultsMessage,
     UserMessage,
 )
+from prefect_folpipe.agent.budget import BudgetLedger
+from prefect_folpipe.agent.journal import Journal
+from prefect_folpipe.agent.loop import AgentPass, converse
 from prefect_folpipe.providers.scripted import ScriptedProvider
 from prefect_folpipe.workflow import Workflow
 

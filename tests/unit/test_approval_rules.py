@@ -10,7 +10,7 @@ import click
 import pytest
 
 from prefect_folpipe.cli._approve import TerminalApprover, parse_approvals
-from prefect_folpipe.compile.question import Question
+from prefect_folpipe.compile.approvals._question import Question
 from prefect_folpipe.errors import ConfigError, Severity
 from prefect_folpipe.validate import validate_workflow
 from prefect_folpipe.workflow.approval import (

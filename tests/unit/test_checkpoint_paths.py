@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from prefect_folpipe.compile.checkpoints import CheckpointStorage
+from prefect_folpipe.compile.checkpoints._files import CheckpointStorage
 
 
 @pytest.fixture

@@ -12,12 +12,12 @@ from typing import Any
 import pytest
 from builders import make_task, make_workflow
 
-from prefect_folpipe.compile import loops
-from prefect_folpipe.compile.failures import IterationTimeout, TaskTimedOut
-from prefect_folpipe.compile.groups import run_group
-from prefect_folpipe.compile.outcome import Outcome, Scope
-from prefect_folpipe.compile.plan import build_plan
-from prefect_folpipe.compile.policy import ChildPolicy
+from prefect_folpipe.plan._plan import build_plan
+from prefect_folpipe.plan.execution import _loops as loops
+from prefect_folpipe.plan.execution import run_group
+from prefect_folpipe.plan.execution._outcome import Outcome, Scope
+from prefect_folpipe.plan.execution._policy import ChildPolicy
+from prefect_folpipe.plan.failures import IterationTimeout, TaskTimedOut
 from prefect_folpipe.workflow.tree import Task
 
 SLOW_S = 3.0
@@ -74,7 +74,7 @@ def test_a_slow_until_ends_with_its_iteration_timeout(monkeypatch) -> None:
 
 def test_a_slow_skip_if_ends_with_the_tasks_timeout(monkeypatch) -> None:
     monkeypatch.setattr(
-        "prefect_folpipe.compile.policy.compile_condition", lambda _source: SlowCondition()
+        "prefect_folpipe.plan.execution._policy.compile_condition", lambda _source: SlowCondition()
     )
     task = make_task("late", "late", config={"conditions": {"skip_if": "context.x"}})
 

@@ -3,7 +3,7 @@ typed provider blocks and config JSON that loads and re-runs share)."""
 
 from __future__ import annotations
 
-from prefect_folpipe.workflow.memo import IdentityMemo
+from prefect_folpipe._process.memo import IdentityMemo
 
 
 class Box:

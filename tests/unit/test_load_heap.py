@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from prefect_folpipe.loader import load, toolsmd
-from prefect_folpipe.loader.toolstatic import _literal_value
+from prefect_folpipe.loader import load
+from prefect_folpipe.loader.tools import _toolsmd as toolsmd
+from prefect_folpipe.loader.tools._static import _literal_value
 from tests.builders import write_files
 
 TOOL = """## lookup

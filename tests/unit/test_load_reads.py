@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from prefect_folpipe.loader import toolsmd
+from prefect_folpipe.loader.tools import _toolsmd as toolsmd
 from prefect_folpipe.validate import load_workflow
 from tests.builders import write_files
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from prefect_folpipe.loader.toolsmd import parse_tools_md
-from prefect_folpipe.messages import ToolCall
+from prefect_folpipe._messages import ToolCall
+from prefect_folpipe.loader.tools._toolsmd import parse_tools_md
 from prefect_folpipe.tools.mcp import prepare_toolbox
-from prefect_folpipe.tools.runtime import Toolbox
+from prefect_folpipe.tools.toolbox import Toolbox
 from prefect_folpipe.workflow.config import McpServer, TaskConfig
 from prefect_folpipe.workflow.tree import EffectiveSettings, Task, Workflow
 
@@ -158,7 +158,7 @@ class _Recorder:
         self.requests: list = []
 
     async def complete(self, request):  # type: ignore[no-untyped-def]
-        from prefect_folpipe.messages import ModelResponse
+        from prefect_folpipe._messages import ModelResponse
 
         self.requests.append(request)
         if len(self.requests) == 1:

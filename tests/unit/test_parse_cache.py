@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from prefect_folpipe.loader import parsecache, toolsmd
+from prefect_folpipe.loader.tools import _toolsmd as toolsmd
+from prefect_folpipe.loader.tools import parsecache
 from prefect_folpipe.validate import check
 from tests.builders import forget_parses, make_tool, write_files
 

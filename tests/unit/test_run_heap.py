@@ -7,7 +7,7 @@ import gc
 
 import pytest
 
-from prefect_folpipe.workflow.heap import older_objects_set_aside
+from prefect_folpipe._process.heap import older_objects_set_aside
 
 
 @pytest.fixture(autouse=True)

@@ -12,8 +12,8 @@ from typing import Any
 from builders import make_task, make_workflow
 
 from prefect_folpipe.compile.options import RunOptions
-from prefect_folpipe.compile.report import RunResult, RunTracker
-from prefect_folpipe.compile.runs import (
+from prefect_folpipe.compile.report._records import RunResult, RunTracker
+from prefect_folpipe.compile.report._runs import (
     RunRecord,
     list_runs,
     peek_status,
@@ -62,7 +62,7 @@ def test_a_record_is_written_at_the_start_and_rewritten_at_the_end(tmp_path: Pat
 
 
 def test_progress_is_recorded_while_the_run_goes_on(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setattr("prefect_folpipe.compile.runs.PROGRESS_EVERY_S", 0)
+    monkeypatch.setattr("prefect_folpipe.compile.report._runs.PROGRESS_EVERY_S", 0)
     workflow = _workflow(tmp_path)
     record = RunRecord.start(workflow, {}, RunOptions(), "f1")
     tracker = RunTracker(workflow.tasks())
@@ -163,7 +163,7 @@ def test_a_run_start_reads_only_the_records_still_running(tmp_path: Path) -> Non
 def test_old_records_go_when_a_run_ends_but_never_a_running_one(
     tmp_path: Path, monkeypatch
 ) -> None:
-    monkeypatch.setattr("prefect_folpipe.compile.runs.KEEP_RUNS", 5)
+    monkeypatch.setattr("prefect_folpipe.compile.report._runs.KEEP_RUNS", 5)
     workflow = _workflow(tmp_path)
     live = tmp_path / ".folpipe" / "runs" / "20250101T000000000000-live00.json"
     write_record(live, {"status": "running", "workflow": "wf", **this_process()})

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from prefect_folpipe.authoring._context import ToolContext
+from prefect_folpipe.authoring._grants import allowed_roots, resolve_path
 from prefect_folpipe.errors import SandboxViolation
-from prefect_folpipe.workflow.grants import allowed_roots, resolve_path
-from prefect_folpipe.workflow.toolcontext import ToolContext
 
 
 @pytest.fixture

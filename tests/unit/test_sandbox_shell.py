@@ -10,12 +10,7 @@ from pathlib import Path
 import pytest
 
 from prefect_folpipe.errors import ToolError
-from prefect_folpipe.tools.shell import (
-    ShellToolFailed,
-    argument_text,
-    run_script,
-    sandbox_env,
-)
+from prefect_folpipe.tools.shell import ShellToolFailed, argument_text, run_script, sandbox_env
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="process groups are POSIX")
 

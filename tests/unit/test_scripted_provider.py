@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from prefect_folpipe.errors import RETRYABLE_KINDS, ConfigError, ProviderError
-from prefect_folpipe.messages import (
+from prefect_folpipe._messages import (
     AssistantMessage,
     ModelRequest,
     ToolCall,
@@ -18,6 +17,7 @@ from prefect_folpipe.messages import (
     ToolResultsMessage,
     UserMessage,
 )
+from prefect_folpipe.errors import RETRYABLE_KINDS, ConfigError, ProviderError
 from prefect_folpipe.providers.scripted import (
     ScriptedProvider,
     estimate_tokens,

@@ -7,8 +7,8 @@ import logging
 
 import pytest
 
-from prefect_folpipe.compile.tasklog import CoalescedLog
-from prefect_folpipe.workflow.redaction import redacting
+from prefect_folpipe.compile.report._tasklog import CoalescedLog
+from prefect_folpipe.redaction import redacting
 
 
 @pytest.fixture

@@ -9,12 +9,8 @@ import pytest
 from pydantic import BaseModel
 
 from prefect_folpipe import ToolContext, tool
-from prefect_folpipe.workflow.marker import describe_function, tool_meta
-from prefect_folpipe.workflow.toolschema import (
-    ToolDefinitionError,
-    function_schema,
-    parse_docstring,
-)
+from prefect_folpipe.authoring._marker import describe_function, tool_meta
+from prefect_folpipe.authoring._schema import ToolDefinitionError, function_schema, parse_docstring
 
 
 class Point(BaseModel):

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from prefect_folpipe.errors import Severity
-from prefect_folpipe.loader.shellparams import infer_shell_params
-from prefect_folpipe.loader.toolmodules import discover_tools
-from prefect_folpipe.loader.toolsmd import parse_tools_md
+from prefect_folpipe.loader.tools._modules import discover_tools
+from prefect_folpipe.loader.tools._shellparams import infer_shell_params
+from prefect_folpipe.loader.tools._toolsmd import parse_tools_md
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "tools"
 

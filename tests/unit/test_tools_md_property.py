@@ -9,8 +9,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from prefect_folpipe.errors import Diagnostic
-from prefect_folpipe.loader import markdown
-from prefect_folpipe.loader.toolsmd import parse_tools_md
+from prefect_folpipe.loader.tools import _markdown as markdown
+from prefect_folpipe.loader.tools._toolsmd import parse_tools_md
 from prefect_folpipe.workflow.tree import ToolSpec
 
 SAFE_PYTHON = [

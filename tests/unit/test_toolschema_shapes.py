@@ -11,8 +11,8 @@ from typing import Annotated, Any, Literal
 import pytest
 from pydantic import BaseModel, Field
 
-from prefect_folpipe.workflow import toolschema
-from prefect_folpipe.workflow.toolschema import (
+from prefect_folpipe.authoring import _schema as toolschema
+from prefect_folpipe.authoring._schema import (
     UNKNOWN_DEFAULT,
     Param,
     ParsedDocstring,

@@ -1,0 +1,21 @@
+"""Checkpoints on Prefect's result storage: JSON records checked before Prefect reads them,
+restoring finished tasks without a task run each, and the key -> bytes store of journals.
+"""
+
+from __future__ import annotations
+
+from ._files import SERIALIZER, checkpoint_storage, flow_result_storage
+from ._restore import CheckpointReader, NotRestorable, RecordingTracker, RestoredPass
+from ._store import StorageFiles, journal_for
+
+__all__ = [
+    "SERIALIZER",
+    "CheckpointReader",
+    "NotRestorable",
+    "RecordingTracker",
+    "RestoredPass",
+    "StorageFiles",
+    "checkpoint_storage",
+    "flow_result_storage",
+    "journal_for",
+]

@@ -1,0 +1,119 @@
+"""The run's result storage as a key -> bytes store: model-call journals and approval answers
+live there, next to the checkpoints (Prefect-free; a storage block is only called).
+
+The result storage is a ``Path`` (the default ``<workflow>/.folpipe/results``) or any Prefect
+result-storage block (``WritableFileSystem``: ``read_path`` / ``write_path``, sync or async).
+Files are written whole and moved into place, so a process killed mid-write leaves the old
+entry or none, never half of one; like the checkpoints, they are 0600 in 0700 folders.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import logging
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from ...agent.journal import Journal
+from ...workflow.tree import Task
+from ..shared import RunSpec
+
+LOG = logging.getLogger("prefect_folpipe.compile")
+
+
+FILE_MODE = 0o600
+"""Journal entries and answers hold model output: owner-only, like the checkpoints."""
+FOLDER_MODE = 0o700
+
+
+class StorageFiles:
+    """``agent.journal.JournalStore`` over a result storage (a folder or a storage block)."""
+
+    def __init__(self, storage: Any) -> None:
+        self.storage = Path(storage) if isinstance(storage, str) else storage
+
+    async def read(self, key: str) -> bytes | None:
+        if isinstance(self.storage, Path):
+            return await asyncio.to_thread(_read_file, self.storage / key)
+        try:
+            return bytes(await _call(self.storage, "read_path", key))
+        except Exception as exc:  # a block raises its own "not found"
+            LOG.debug("storage read %s: %s", key, exc)
+            return None
+
+    async def write(self, key: str, data: bytes) -> None:
+        if isinstance(self.storage, Path):
+            await asyncio.to_thread(_write_file, self.storage / key, data)
+            return
+        await _call(self.storage, "write_path", key, data)
+
+
+async def _call(block: Any, method: str, *args: Any) -> Any:
+    """A block method: its explicit async form (``aread_path``) when it has one."""
+    explicit = getattr(block, f"a{method}", None)
+    if callable(explicit):
+        return await explicit(*args)
+    value = getattr(block, method)(*args)
+    return await value if inspect.isawaitable(value) else value
+
+
+def _read_file(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+
+
+def _private_folders(folder: Path) -> None:
+    """``mkdir -p`` with every folder it creates owner-only (``mkdir(parents=True)`` gives
+    the parents the umask's mode)."""
+    if folder.is_dir():
+        return
+    _private_folders(folder.parent)
+    with contextlib.suppress(FileExistsError):
+        folder.mkdir(mode=FOLDER_MODE)
+
+
+def _write_file(path: Path, data: bytes) -> None:
+    _private_folders(path.parent)
+    handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".part")
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
+        os.chmod(tmp, FILE_MODE)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def journal_for(
+    spec: RunSpec,
+    task: Task,
+    phase: str,
+    scope: list[int] | tuple[int, ...] | None,
+    salt: str = "",
+) -> Journal | None:
+    """The journal of one pass of ``task``, or ``None`` when its checkpoints are off.
+
+    One journal per task, phase, loop iteration and ``salt``: what answers the task, as in
+    its checkpoint key, and how far its checkpoints reach (``compile.scope``: a deployment run
+    replays only its own lineage's answers unless checkpoints reach across runs). ``--fresh``
+    only replays what this run itself journaled (its own retries), never an earlier run's.
+    """
+    if spec.storage is None or not task.settings.cache:
+        return None
+    namespace = f"{task.path}|{phase}|{list(scope or ())}|{salt}"
+    return Journal(
+        StorageFiles(spec.storage),
+        task.path,
+        namespace,
+        workflow_root=spec.root_dir,
+        run=spec.key,
+        only_run=spec.checkpoints.fresh,
+    )

@@ -1,0 +1,30 @@
+"""What a run reports: per-task records, artifacts written in the background, costs, run
+records under ``.folpipe/runs/`` and a task run's coalesced log.
+"""
+
+from __future__ import annotations
+
+from ._background import END_HOLD_S, EXIT_FLUSH_S, WRITER, flush_artifacts
+from ._costs import cost_report
+from ._records import RunResult, RunTracker, Status, TaskRecord, reported_tasks
+from ._runs import RunRecord, list_runs, resumable_run, settle_dead_runs, write_record
+from ._tasklog import CoalescedLog
+
+__all__ = [
+    "END_HOLD_S",
+    "EXIT_FLUSH_S",
+    "WRITER",
+    "CoalescedLog",
+    "RunRecord",
+    "RunResult",
+    "RunTracker",
+    "Status",
+    "TaskRecord",
+    "cost_report",
+    "flush_artifacts",
+    "list_runs",
+    "reported_tasks",
+    "resumable_run",
+    "settle_dead_runs",
+    "write_record",
+]

@@ -1,0 +1,124 @@
+"""Checkpoint manifests (Prefect-free): what each checkpoint's key covered, part by part.
+
+When a pass finishes (not from a checkpoint), the run writes ``<task>-<phase>[-<iteration>].json``
+into ``manifests/`` beside the results folder (``<workflow>/.folpipe/manifests/`` by default):
+the key, a hash of each part the key covers (each own file, the instructions as sent, the
+task's config, each tool, the provider settings and override, each input key), and the pass's
+output (``delta``). ``folpipe plan`` compares the parts of the key a run would use now with the
+last manifest, to say *why* a task would not come from its checkpoint ("instructions.md
+changed", "input 'topic' changed"), and reads the outputs of tasks that would come from one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..loader import file_digests
+from ..workflow.context import checkpoint_inputs
+from ..workflow.names import slug
+from ..workflow.tree import Task
+from ._keys import CACHE_VERSION, config_json
+from .contextops import canonical_json
+
+
+def manifest_file(folder: Path, path: str, phase: str, iteration: Sequence[int] = ()) -> Path:
+    """Where the manifest of one pass of ``path`` lives in the manifests ``folder``."""
+    suffix = "-" + ".".join(map(str, iteration)) if iteration else ""
+    return folder / f"{slug(path or 'root', limit=60)}-{phase}{suffix}.json"
+
+
+def key_parts(task: Task, context: Mapping[str, Any], *, phase: str, salt: str) -> dict[str, Any]:
+    """A hash of every part a checkpoint key of ``task`` covers, by part."""
+    provider = task.provider.config.model_dump(mode="json") if task.provider else None
+    return {
+        "version": CACHE_VERSION,
+        "files": file_digests(task.folder),
+        "instructions": _digest(task.system_prompt or task.instructions or ""),
+        "config": _digest(config_json(task.config)),
+        "tools": {tool.name: tool.content_hash or tool.name for tool in task.tools},
+        "provider": _digest(canonical_json(provider)),
+        "override": salt,
+        "inputs": {
+            key: _digest(canonical_json(value))
+            for key, value in checkpoint_inputs(task, context, phase).items()
+        },
+    }
+
+
+def write_manifest(
+    folder: Path,
+    task: Task,
+    *,
+    phase: str,
+    iteration: Sequence[int],
+    key: str,
+    parts: Mapping[str, Any],
+    delta: Mapping[str, Any],
+) -> None:
+    """Record a finished pass (best effort: a manifest that cannot be written is skipped)."""
+    file = manifest_file(folder, task.path, phase, iteration)
+    data = {"path": task.path, "phase": phase, "iteration": list(iteration), "key": key}
+    try:
+        file.parent.mkdir(parents=True, exist_ok=True)
+        text = json.dumps({**data, "parts": parts, "delta": delta}, default=str)
+        tmp = file.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, file)
+    except (OSError, TypeError, ValueError):
+        return
+
+
+def read_manifest(
+    folder: Path, path: str, phase: str, iteration: Sequence[int] = ()
+) -> dict[str, Any] | None:
+    """The last manifest of a pass, or ``None``."""
+    try:
+        text = manifest_file(folder, path, phase, iteration).read_text(encoding="utf-8")
+        data = json.loads(text)
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def what_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    """The parts of a key that differ, in words (empty when none does)."""
+    reasons: list[str] = []
+    if old.get("version") != new.get("version"):
+        reasons.append("the checkpoint format changed")
+    reasons += _mapping_changes(old.get("files") or {}, new.get("files") or {}, "{}")
+    if old.get("instructions") != new.get("instructions") and not any(
+        r.startswith(("instructions.md", "SKILL.md")) for r in reasons
+    ):
+        reasons.append("the instructions as sent changed (an included snippet?)")
+    if old.get("config") != new.get("config") and not any(
+        r.startswith(("task.yaml", "SKILL.md")) for r in reasons
+    ):
+        reasons.append("the task's config changed")
+    reasons += _mapping_changes(old.get("tools") or {}, new.get("tools") or {}, "tool '{}'")
+    if old.get("provider") != new.get("provider"):
+        reasons.append("the provider settings changed")
+    if old.get("override") != new.get("override"):
+        reasons.append(f"the provider changed ({old.get('override')} -> {new.get('override')})")
+    reasons += _mapping_changes(old.get("inputs") or {}, new.get("inputs") or {}, "input '{}'")
+    return reasons
+
+
+def _mapping_changes(old: Mapping[str, Any], new: Mapping[str, Any], label: str) -> list[str]:
+    out = []
+    for name in sorted(set(old) | set(new)):
+        if name not in old:
+            out.append(f"{label.format(name)} added")
+        elif name not in new:
+            out.append(f"{label.format(name)} removed")
+        elif old[name] != new[name]:
+            out.append(f"{label.format(name)} changed")
+    return out
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
