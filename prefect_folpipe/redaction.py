@@ -17,6 +17,11 @@ cassette recorder, logs, error messages and tool results. Its secrets are:
 Values shorter than :data:`MIN_SECRET_LENGTH` characters are not masked as bare text (that
 would mangle ordinary words); any ``scheme://user:password@`` in a text has its password
 masked whatever its length.
+
+Tool output goes through :func:`redact`: secret values (:func:`redact_secrets`) and, unless
+``security.allow_sensitive_files`` is set, sensitive file names (:func:`redact_filenames`:
+``.env``, ``*.env``, ``*.key``, ``*.pem``, ``*.p12``, ``secrets.*``, a path-qualified name
+replaced whole, the ``.env.example`` family of templates left alone).
 """
 
 from __future__ import annotations
@@ -231,3 +236,47 @@ def redacting(
 ) -> logging.Logger | logging.LoggerAdapter[Any]:
     """``logger`` wrapped in a :class:`RedactingLogger` (once)."""
     return logger if isinstance(logger, RedactingLogger) else RedactingLogger(logger)
+
+
+# ----------------------------------------------------------------- tool output
+
+_DIR_PART = r"(?:[\w.~@+-]*[/\\])*"
+_SENSITIVE_NAME = (
+    r"(?:\.env(?:\.(?!(?:example|sample|template|dist)\b)[\w+-]+)?"  # .env, .env.local
+    r"|[\w.+-]*[\w+-]\.(?:env|key|pem|p12)"  # *.env *.key *.pem *.p12
+    r"|secrets\.[\w+-]+(?:\.[\w+-]+)*)"  # secrets.*
+)
+SENSITIVE_FILE = re.compile(
+    rf"(?<![\w.~@+/\\-]){_DIR_PART}{_SENSITIVE_NAME}(?![\w+(-]|\.\w)",
+    re.IGNORECASE,
+)
+
+
+def redact_filenames(text: str) -> str:
+    """``text`` with every sensitive file name (and its directory part) replaced."""
+    return SENSITIVE_FILE.sub(REDACTED, text)
+
+
+def secret_values(env: Mapping[str, str] | None = None) -> list[str]:
+    """Secret values of ``env`` (default ``os.environ``), longest first (see the registry)."""
+    return sorted(env_secrets(env), key=len, reverse=True)
+
+
+def redact_secrets(
+    text: str, env: Mapping[str, str] | None = None, *, extra: Iterable[str] = ()
+) -> str:
+    """``text`` with every secret of the registry (and of ``extra``, e.g. the variables an http
+    tool was allowed to read) masked."""
+    return SECRETS.text(text, env=env, extra=extra)
+
+
+def redact(
+    text: str,
+    *,
+    allow_sensitive_files: bool = False,
+    env: Mapping[str, str] | None = None,
+    extra: Iterable[str] = (),
+) -> str:
+    """Everything a tool result goes through before the model sees it."""
+    text = redact_secrets(text, env, extra=extra)
+    return text if allow_sensitive_files else redact_filenames(text)

@@ -37,7 +37,7 @@ def __getattr__(name: str) -> Any:
 
         return {"RUNNERS": RUNNERS, "Toolbox": Toolbox, "register_runner": register_runner}[name]
     if name in ("redact", "redact_secrets"):
-        from .redact import redact, redact_secrets
+        from ..redaction import redact, redact_secrets
 
         return {"redact": redact, "redact_secrets": redact_secrets}[name]
     if name == "resolve_path":

@@ -36,9 +36,9 @@ from ..authoring import Hook, ToolContext
 from ..authoring.agentflow import agentflow_imports, with_agentflow
 from ..errors import HookError
 from ..loader.tools import exits_refused
+from ..redaction import redact_secrets
 from ..workflow.config import HttpHook
 from ..workflow.tree import ToolSpec
-from .redact import redact_secrets
 from .shell import context_env, json_object, run_script, sandbox_env
 
 if TYPE_CHECKING:

@@ -34,12 +34,11 @@ from typing import TYPE_CHECKING, Any
 from .._messages import ToolCall, ToolDefinition, ToolResult
 from ..authoring import ToolContext
 from ..errors import ToolError, did_you_mean
-from ..redaction import register_secret
+from ..redaction import redact, register_secret
 from ..workflow.context import ENV_KEY
 from ..workflow.tree import ToolSpec
 from .attempts import ArgumentChecker, Outcome, Runner, error, result_text, run_attempts
 from .python import run_python
-from .redact import redact
 from .shell import ShellToolFailed, context_env, json_object, run_script, sandbox_env
 
 if TYPE_CHECKING:

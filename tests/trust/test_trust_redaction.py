@@ -13,8 +13,7 @@ import uuid
 import pytest
 
 from prefect_folpipe.providers.replay import Normalizer
-from prefect_folpipe.redaction import REDACTED, SECRETS, is_secret_name
-from prefect_folpipe.tools.redact import redact_secrets
+from prefect_folpipe.redaction import REDACTED, SECRETS, is_secret_name, redact_secrets
 
 PAT = "ghp_patvalue0123456789abcdef"
 AWS = "AKIAEXAMPLEKEY0123456"

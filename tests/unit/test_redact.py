@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from prefect_folpipe.tools.redact import (
+from prefect_folpipe.redaction import (
     REDACTED,
     redact,
     redact_filenames,

@@ -34,7 +34,7 @@ from typing import Any
 
 from ...plan import cache_key
 from ...plan.failures import ApprovalFailed
-from ...tools.redact import redact_secrets
+from ...redaction import redact_secrets
 from ...workflow.approval import input_fields, parse_duration, render_prompt
 from ...workflow.names import slug
 from ...workflow.tree import Task

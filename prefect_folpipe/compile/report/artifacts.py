@@ -14,27 +14,13 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from ...redaction import redact as _redact
 from ...workflow.names import slug
 from ...workflow.tree import Task
 from ._background import WRITER
 
 LOG = logging.getLogger("prefect_folpipe.compile")
 MAX_SECTION_CHARS = 8_000
-
-
-def _redact(text: str) -> str:
-    try:
-        from ...tools import redact as module
-    except ImportError:
-        return text
-    redact = getattr(module, "redact_text", None) or getattr(module, "redact", None)
-    if not callable(redact):
-        return text
-    try:
-        value = redact(text)
-    except Exception:
-        return text
-    return value if isinstance(value, str) else text
 
 
 def _clip(text: str) -> str:
