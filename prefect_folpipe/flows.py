@@ -1,7 +1,7 @@
 """Deployment entrypoints: a generic, importable flow that runs any workflow folder.
 
-``prefect_folpipe.flows:run_workflow`` (module path ``prefect_folpipe.flows.run_workflow``) is
-a module-level flow, so Prefect can load it by reference in a worker or ``serve`` process. A
+``prefect_folpipe.flows:run_workflow_folder`` (module path
+``prefect_folpipe.flows.run_workflow_folder``) is a module-level flow, so Prefect can load it by reference in a worker or ``serve`` process. A
 flow built by ``folder_to_flow`` inside a function cannot be deployed that way (its entrypoint
 would be ``folder_to_flow.<locals>...``); use this flow with ``parameters={"path": ...}``, or
 the per-workflow ``flow.py`` written by ``folpipe deploy init``.
@@ -31,7 +31,7 @@ def run_name() -> str:
 
 
 @flow(name=GENERIC_FLOW_NAME, flow_run_name=run_name, persist_result=False)
-async def run_workflow(
+async def run_workflow_folder(
     path: str,
     context: dict[str, Any] | None = None,
     fresh: bool = False,
@@ -66,6 +66,11 @@ async def run_workflow(
         options.result_storage = await storage_block(result_storage)
     result = await run_root(workflow, context, options)  # it keeps the run record
     return flow_return(workflow, result)
+
+
+run_workflow = run_workflow_folder
+"""The same flow under the entrypoint name deployments made before 0.2 point at
+(``prefect_folpipe.flows:run_workflow``); new deployments use :func:`run_workflow_folder`."""
 
 
 async def storage_block(slug: str) -> Any:

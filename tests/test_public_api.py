@@ -36,3 +36,27 @@ def test_spec_layer_names_resolve_without_prefect() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+PROVIDER_AUTHOR_TYPES = ["Provider", "ModelRequest", "ModelResponse", "ToolCall"]
+PROVIDER_AUTHOR_TYPES += ["ToolResultsMessage", "Usage"]
+
+
+@pytest.mark.parametrize("name", PROVIDER_AUTHOR_TYPES)
+def test_the_provider_authors_types_have_one_public_home(name: str) -> None:
+    import prefect_folpipe.providers as home
+
+    assert name in home.__all__
+    assert getattr(home, name).__module__.startswith("prefect_folpipe.")
+
+
+def test_the_generic_flow_has_its_own_name_and_the_old_entrypoint_still_loads() -> None:
+    from prefect.flows import load_flow_from_entrypoint
+
+    new = load_flow_from_entrypoint("prefect_folpipe.flows:run_workflow_folder")
+    old = load_flow_from_entrypoint("prefect_folpipe.flows:run_workflow")
+    assert new.fn is old.fn
+    assert new.fn.__name__ == "run_workflow_folder"
+    from prefect_folpipe.compile import api
+
+    assert api.run_workflow is not new  # the Python API's run_workflow is a plain function

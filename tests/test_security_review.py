@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from prefect_folpipe._messages import ModelRequest, ModelResponse, ToolCall
 from prefect_folpipe.agent.loop import AgentPass, converse
 from prefect_folpipe.compile.report.artifacts import render_task
 from prefect_folpipe.errors import HookError, ProviderError
 from prefect_folpipe.expressions import ExpressionError, compile_condition
 from prefect_folpipe.loader.tools._modules import discover_tools
+from prefect_folpipe.providers import ModelRequest, ModelResponse, ToolCall
 from prefect_folpipe.tools.hooks import run_hook
 from prefect_folpipe.tools.toolbox import Toolbox
 from prefect_folpipe.workflow.config import TaskConfig

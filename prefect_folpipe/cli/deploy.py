@@ -75,7 +75,7 @@ def command() -> None:
 
 @command.command(name="create", hidden=True)
 @common_options
-@click.option("--generic", is_flag=True, help="Deploy prefect_folpipe.flows:run_workflow.")
+@click.option("--generic", is_flag=True, help="Deploy prefect_folpipe.flows:run_workflow_folder.")
 @click.option("--paused", is_flag=True, help="Create the deployment with schedules paused.")
 def create(
     path: str,

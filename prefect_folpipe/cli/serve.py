@@ -22,7 +22,7 @@ from .deploy import schedule_options
     "--name", "-n", help="Deployment name (default: <deploy.name or the workflow>-serve)."
 )
 @click.option("--param", "params", multiple=True, metavar="KEY=VALUE", help="Default parameter.")
-@click.option("--generic", is_flag=True, help="Serve prefect_folpipe.flows:run_workflow.")
+@click.option("--generic", is_flag=True, help="Serve prefect_folpipe.flows:run_workflow_folder.")
 @click.option("--limit", type=int, help="Maximum number of concurrent runs.")
 @click.option("--skip-deps", is_flag=True, help="Do not install the workflow's dependencies.")
 @schedule_options

@@ -5,7 +5,7 @@ Two entrypoints (see docs/deploy.md):
 * per-workflow (default): ``flow.py:flow`` inside the folder, written if missing; the flow is
   named after the workflow and its parameters are the root task's declared inputs. This is the
   same deployment ``prefect deploy`` creates from the prefect.yaml of ``folpipe deploy init``.
-* generic (``--generic``): the module-path entrypoint ``prefect_folpipe.flows:run_workflow`` with
+* generic (``--generic``): the module-path entrypoint ``prefect_folpipe.flows:run_workflow_folder`` with
   ``path`` = the folder; nothing is written into the folder.
 
 Both use pull steps that set the working directory to the folder and install its
@@ -138,9 +138,9 @@ async def load_deploy_flow(workflow: Workflow, storage: WorkflowStorage, *, gene
     from prefect import Flow
 
     if generic:
-        from ..flows import run_workflow
+        from ..flows import run_workflow_folder
 
-        return run_workflow
+        return run_workflow_folder
     try:
         return await Flow.afrom_source(source=storage, entrypoint=ENTRYPOINT)
     except Exception as exc:  # a user's flow.py may fail in any way

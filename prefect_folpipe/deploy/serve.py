@@ -2,7 +2,7 @@
 
 ``folder_to_flow(path).serve()`` cannot work (its entrypoint is a function-local name the run
 process cannot import), so ``serve`` uses the folder's ``flow.py:flow`` (written when missing)
-or, with ``generic=True``, the module-level ``prefect_folpipe.flows:run_workflow`` with
+or, with ``generic=True``, the module-level ``prefect_folpipe.flows:run_workflow_folder`` with
 ``path`` as a default parameter.
 
 Serving registers a deployment and, when it stops, Prefect pauses it. A deployment of the
@@ -43,9 +43,11 @@ def serve_deployment(
         "description": workflow.root.config.description or f"folpipe workflow {workflow.name}",
     }
     if generic:
-        from ..flows import run_workflow
+        from ..flows import run_workflow_folder
 
-        return run_workflow.to_deployment(**options, entrypoint_type=EntrypointType.MODULE_PATH)
+        return run_workflow_folder.to_deployment(
+            **options, entrypoint_type=EntrypointType.MODULE_PATH
+        )
     ensure_flow_file(workflow.root_dir)
     storage = LocalStorage(str(workflow.root_dir))
     return Flow.from_source(source=storage, entrypoint=ENTRYPOINT).to_deployment(**options)

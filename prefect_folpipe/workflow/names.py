@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 GENERIC_FLOW_NAME = "folpipe-run"
-"""The flow of the generic deployment entrypoint ``prefect_folpipe.flows:run_workflow``."""
+"""The flow of the generic deployment entrypoint ``prefect_folpipe.flows:run_workflow_folder``."""
 _NOT_SLUG = re.compile(r"[^a-z0-9]+")
 
 

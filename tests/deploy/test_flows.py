@@ -78,7 +78,7 @@ async def test_input_parameters_reach_the_workflow(prefect_harness: str, report:
 async def test_generic_flow_runs_a_folder_named_after_it(
     prefect_harness: str, report: Path
 ) -> None:
-    from prefect_folpipe.flows import run_workflow
+    from prefect_folpipe.flows import run_workflow_folder as run_workflow
 
     state = await run_workflow(
         path=str(report), context={"topic": "generic flows"}, return_state=True
@@ -132,7 +132,7 @@ async def test_status_lists_the_folders_runs_with_task_counts(
 @pytest.mark.prefect
 async def test_generic_flow_fails_cleanly_and_resumes(prefect_harness: str, report: Path) -> None:
     from prefect_folpipe.errors import WorkflowFailed
-    from prefect_folpipe.flows import run_workflow
+    from prefect_folpipe.flows import run_workflow_folder as run_workflow
 
     marker = report / ".folpipe" / "fail-write"
     marker.parent.mkdir()

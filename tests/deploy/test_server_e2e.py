@@ -69,10 +69,10 @@ def test_deploy_schedule_work_and_resume_on_a_real_server(
     args = ["deploy", str(resumable), "--name", "resume", "--pool", POOL, "--param", "topic=delta"]
     ok(server.run([FOLPIPE, *args]))
 
-    # 4. the generic entrypoint: prefect_folpipe.flows:run_workflow with path=<folder>
+    # 4. the generic entrypoint: prefect_folpipe.flows:run_workflow_folder with path=<folder>
     args = ["deploy", str(generic), "--generic", "--name", "gen", "--pool", POOL, "--json"]
     deployed = json.loads(ok(server.run([FOLPIPE, *args, "--param", "topic=zeta"])).stdout)
-    assert deployed["entrypoint"] == "prefect_folpipe.flows.run_workflow"
+    assert deployed["entrypoint"] == "prefect_folpipe.flows.run_workflow_folder"
     assert deployed["parameters"]["path"] == str(generic.resolve())
 
     # 5. typed parameters: the form's types are enforced by the server, and reach the workflow

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from prefect_folpipe._messages import (
+from prefect_folpipe.errors import ConfigError, ProviderError
+from prefect_folpipe.providers import (
     AssistantMessage,
     ModelRequest,
     ToolCall,
@@ -15,7 +16,6 @@ from prefect_folpipe._messages import (
     ToolResultsMessage,
     UserMessage,
 )
-from prefect_folpipe.errors import ConfigError, ProviderError
 from prefect_folpipe.providers._sdk import retry_after_seconds
 from prefect_folpipe.workflow.config import ProviderConfig, TaskConfig
 from prefect_folpipe.workflow.tree import EffectiveSettings, ResolvedProvider, Task, ToolSpec

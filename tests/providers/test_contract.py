@@ -12,7 +12,8 @@ import sys
 
 import pytest
 
-from prefect_folpipe._messages import (
+from prefect_folpipe.errors import ConfigError, ProviderError
+from prefect_folpipe.providers import (
     AssistantMessage,
     ModelRequest,
     ToolCall,
@@ -21,7 +22,6 @@ from prefect_folpipe._messages import (
     ToolResultsMessage,
     UserMessage,
 )
-from prefect_folpipe.errors import ConfigError, ProviderError
 
 from .conftest import API_KEY, KEY_ENV, Harness, make_provider, make_wire
 from .wire import Failure, Reply, Stall

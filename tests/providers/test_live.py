@@ -11,7 +11,7 @@ import os
 
 import pytest
 
-from prefect_folpipe._messages import (
+from prefect_folpipe.providers import (
     AssistantMessage,
     ModelRequest,
     ToolDefinition,

@@ -9,7 +9,8 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
-from prefect_folpipe._messages import (
+from prefect_folpipe.errors import ConfigError, ProviderError
+from prefect_folpipe.providers import (
     AssistantMessage,
     ModelRequest,
     ToolDefinition,
@@ -17,7 +18,6 @@ from prefect_folpipe._messages import (
     ToolResultsMessage,
     UserMessage,
 )
-from prefect_folpipe.errors import ConfigError, ProviderError
 from prefect_folpipe.providers.classes import ProviderEnv
 from prefect_folpipe.providers.registry import ProviderPool
 from prefect_folpipe.providers.replay import CassetteRecorder, ReplayProvider

@@ -6,9 +6,9 @@ import uuid
 
 import pytest
 
-from prefect_folpipe._messages import ModelRequest, UserMessage
 from prefect_folpipe.compile.infra._secrets import prefect_secret_resolver
 from prefect_folpipe.errors import ConfigError
+from prefect_folpipe.providers import ModelRequest, UserMessage
 
 from .conftest import make_provider, make_wire
 from .wire import Reply

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from builders import write_workflow
 
-from prefect_folpipe._messages import ToolCall
 from prefect_folpipe.authoring._context import ToolContext
 from prefect_folpipe.authoring._grants import resolve_path
 from prefect_folpipe.errors import SandboxViolation
+from prefect_folpipe.providers import ToolCall
 from prefect_folpipe.tools.toolbox import Toolbox
 from prefect_folpipe.validate import load_workflow, validate_workflow
 

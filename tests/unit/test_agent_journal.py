@@ -14,7 +14,10 @@ from typing import Any
 import pytest
 from builders import make_task, make_tool
 
-from prefect_folpipe._messages import (
+from prefect_folpipe.agent.budget import BudgetLedger
+from prefect_folpipe.agent.journal import Journal
+from prefect_folpipe.agent.loop import AgentPass, converse
+from prefect_folpipe.providers import (
     AssistantMessage,
     ModelRequest,
     ToolCall,
@@ -23,9 +26,6 @@ from prefect_folpipe._messages import (
     ToolResultsMessage,
     UserMessage,
 )
-from prefect_folpipe.agent.budget import BudgetLedger
-from prefect_folpipe.agent.journal import Journal
-from prefect_folpipe.agent.loop import AgentPass, converse
 from prefect_folpipe.providers.scripted import ScriptedProvider
 from prefect_folpipe.workflow import Workflow
 

@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 from builders import make_task
 
-from prefect_folpipe._messages import ToolCall, ToolDefinition, ToolResult, Usage
 from prefect_folpipe.agent.loop import AgentPass, converse
 from prefect_folpipe.errors import (
     BudgetExceeded,
@@ -20,6 +19,7 @@ from prefect_folpipe.errors import (
     OutputValidationError,
     ProviderError,
 )
+from prefect_folpipe.providers import ToolCall, ToolDefinition, ToolResult, Usage
 from prefect_folpipe.providers.scripted import ScriptedProvider
 
 

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from prefect_folpipe._messages import Usage
 from prefect_folpipe.agent.budget import BudgetLedger
 from prefect_folpipe.errors import BudgetExceeded, ConfigError
+from prefect_folpipe.providers import Usage
 from prefect_folpipe.workflow.config import ProviderConfig, Settings, TaskConfig
 from prefect_folpipe.workflow.pricing import DEFAULT_PRICES, Price, PriceTable, ancestor_paths
 from prefect_folpipe.workflow.tree import EffectiveSettings, ResolvedProvider, Task, Workflow

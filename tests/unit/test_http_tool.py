@@ -11,8 +11,8 @@ import pytest
 from pytest_httpserver import HTTPServer
 from werkzeug import Request, Response
 
-from prefect_folpipe._messages import ToolCall
 from prefect_folpipe.loader.tools._toolsmd import parse_tools_md
+from prefect_folpipe.providers import ToolCall
 from prefect_folpipe.tools.http import is_public
 from prefect_folpipe.tools.toolbox import Toolbox
 from prefect_folpipe.workflow.config import TaskConfig

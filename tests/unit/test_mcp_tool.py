@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from prefect_folpipe._messages import ToolCall
 from prefect_folpipe.loader.tools._toolsmd import parse_tools_md
+from prefect_folpipe.providers import ToolCall
 from prefect_folpipe.tools.mcp import prepare_toolbox
 from prefect_folpipe.tools.toolbox import Toolbox
 from prefect_folpipe.workflow.config import McpServer, TaskConfig
@@ -158,7 +158,7 @@ class _Recorder:
         self.requests: list = []
 
     async def complete(self, request):  # type: ignore[no-untyped-def]
-        from prefect_folpipe._messages import ModelResponse
+        from prefect_folpipe.providers import ModelResponse
 
         self.requests.append(request)
         if len(self.requests) == 1:

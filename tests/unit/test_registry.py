@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from builders import make_task, make_workflow, scripted_provider
 
-from prefect_folpipe._messages import ModelRequest, UserMessage
 from prefect_folpipe.errors import ConfigError
+from prefect_folpipe.providers import ModelRequest, UserMessage
 from prefect_folpipe.providers.classes import resolve_provider_class
 from prefect_folpipe.providers.registry import (
     NO_PROVIDER_MESSAGE,

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from prefect_folpipe._messages import (
+from prefect_folpipe.errors import RETRYABLE_KINDS, ConfigError, ProviderError
+from prefect_folpipe.providers import (
     AssistantMessage,
     ModelRequest,
     ToolCall,
@@ -17,7 +18,6 @@ from prefect_folpipe._messages import (
     ToolResultsMessage,
     UserMessage,
 )
-from prefect_folpipe.errors import RETRYABLE_KINDS, ConfigError, ProviderError
 from prefect_folpipe.providers.scripted import (
     ScriptedProvider,
     estimate_tokens,

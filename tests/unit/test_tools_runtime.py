@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from prefect_folpipe._messages import ToolCall
 from prefect_folpipe.loader.tools._modules import discover_tools
+from prefect_folpipe.providers import ToolCall
 from prefect_folpipe.tools.attempts import result_text
 from prefect_folpipe.tools.toolbox import RUNNERS, Toolbox, register_runner
 from prefect_folpipe.workflow.config import TaskConfig
