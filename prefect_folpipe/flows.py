@@ -1,10 +1,11 @@
 """Deployment entrypoints: a generic, importable flow that runs any workflow folder.
 
 ``prefect_folpipe.flows:run_workflow_folder`` (module path
-``prefect_folpipe.flows.run_workflow_folder``) is a module-level flow, so Prefect can load it by reference in a worker or ``serve`` process. A
-flow built by ``folder_to_flow`` inside a function cannot be deployed that way (its entrypoint
-would be ``folder_to_flow.<locals>...``); use this flow with ``parameters={"path": ...}``, or
-the per-workflow ``flow.py`` written by ``folpipe deploy init``.
+``prefect_folpipe.flows.run_workflow_folder``) is a module-level flow, so Prefect can load it by
+reference in a worker or ``serve`` process. A flow built by ``folder_to_flow`` inside a function
+cannot be deployed that way (its entrypoint would be ``folder_to_flow.<locals>...``); use this
+flow with ``parameters={"path": ...}``, or the per-workflow ``flow.py`` written by ``folpipe
+deploy init``.
 
 The flow runs the root task's group in its own body (no extra nesting level): leaves and
 branches appear directly under the ``folpipe-run`` flow run, which is named after the folder.

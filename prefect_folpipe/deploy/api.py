@@ -5,8 +5,9 @@ Two entrypoints (see docs/deploy.md):
 * per-workflow (default): ``flow.py:flow`` inside the folder, written if missing; the flow is
   named after the workflow and its parameters are the root task's declared inputs. This is the
   same deployment ``prefect deploy`` creates from the prefect.yaml of ``folpipe deploy init``.
-* generic (``--generic``): the module-path entrypoint ``prefect_folpipe.flows:run_workflow_folder`` with
-  ``path`` = the folder; nothing is written into the folder.
+* generic (``--generic``): the module-path entrypoint
+  ``prefect_folpipe.flows:run_workflow_folder`` with ``path`` = the folder; nothing is written
+  into the folder.
 
 Both use pull steps that set the working directory to the folder and install its
 ``dependencies:`` (plus ``EXTRA_PIP_PACKAGES`` for container work pools).
