@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from ._keys import cache_key, task_identity
 from ._manifest import key_parts, write_manifest
-from ._plan import DaskPlan, NodePlan, Plan, build_plan
+from ._nodes import DaskPlan, NodePlan
+from ._plan import Plan, build_plan
 from ._preview import Settings, preview
 from ._scope import CheckpointScope, describe
 from ._views import graph_to_dict, tool_origin, tree_to_dict

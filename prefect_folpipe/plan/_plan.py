@@ -11,160 +11,13 @@ execution all read this plan, so the picture matches the run.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from itertools import groupby
-from typing import Any, Literal
+from typing import Any
 
-from ..workflow.graph import DagError, check_dag, unknown_upstreams
 from ..workflow.tree import Task, Workflow
-
-DEFAULT_BRANCH_AS = "task"
-EdgeKind = Literal["order", "depends_on", "group", "next_iteration"]
-Phase = Literal["single", "first", "final"]
-
-
-@dataclass(frozen=True)
-class Edge:
-    """``target`` starts after ``source`` (``next_iteration``: the loop goes round again)."""
-
-    source: str
-    target: str
-    kind: EdgeKind
-    label: str = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "from": self.source,
-            "to": self.target,
-            "kind": self.kind,
-            "label": self.label or None,
-        }
-
-
-@dataclass(frozen=True)
-class LoopPlan:
-    """The bounds of a ``loop`` branch."""
-
-    until: str | Mapping[str, Any] | None
-    max_iterations: int | None
-    iteration_timeout: float | None
-    on_max_iterations: str
-    timeout: float | None
-    """``settings.timeout`` of the loop task: bounds the whole loop."""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "until": self.until,
-            "max_iterations": self.max_iterations,
-            "iteration_timeout": self.iteration_timeout,
-            "on_max_iterations": self.on_max_iterations,
-            "timeout": self.timeout,
-        }
-
-
-@dataclass(frozen=True)
-class DagPlan:
-    """The ``depends_on`` DAG of a ``graph`` branch, over child names."""
-
-    upstreams: Mapping[str, tuple[str, ...]]
-    """Direct upstreams among the enabled siblings (names of disabled ones are dropped)."""
-    ancestors: Mapping[str, tuple[str, ...]]
-    """Transitive upstreams, in sibling order (what a child's context is merged from)."""
-    stages: Mapping[str, int]
-    """1 = no upstream; empty when the edges are broken."""
-    problem: str | None = None
-    """An unknown sibling or a cycle: the run fails with FP401 when it reaches the branch."""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "upstreams": {name: list(ups) for name, ups in self.upstreams.items()},
-            "stages": dict(self.stages),
-            "problem": self.problem,
-        }
-
-
-@dataclass(frozen=True)
-class NodePlan:
-    """One task of the plan: what runs, and (for a branch) how its children run."""
-
-    path: str
-    name: str
-    kind: str
-    """``leaf`` / ``branch`` / ``both`` (a task whose children are all disabled is a leaf)."""
-    enabled: bool
-    passes: tuple[Phase, ...]
-    """Agent passes: ``("single",)`` for a leaf; ``first`` / ``final`` around a branch's
-    children when it has instructions (or a ``pre_run`` / ``post_run`` hook)."""
-    timeout: float | None
-    """``settings.timeout`` (``None``: no limit): per attempt of a pass; a loop's whole run."""
-    task_runner: str
-    children: tuple[str, ...] = ()
-    """Paths of the enabled children, in run order."""
-    disabled: tuple[str, ...] = ()
-    """Paths of the disabled children, in the order they are reported (after the others)."""
-    execution_type: str | None = None
-    branch_as: str | None = None
-    parallel_workers: int | None = None
-    on_error: str | None = None
-    waves: tuple[tuple[str, ...], ...] = ()
-    """``parallel`` / ``sequential`` / ``priority_groups`` / ``loop`` (one iteration): children
-    in waves; a wave runs in parallel, waves one after another."""
-    dag: DagPlan | None = None
-    loop: LoopPlan | None = None
-    edges: tuple[Edge, ...] = ()
-
-    @property
-    def is_branch(self) -> bool:
-        return bool(self.children)
-
-    def to_dict(self, plan: Plan) -> dict[str, Any]:
-        data: dict[str, Any] = {
-            "path": self.path,
-            "name": self.name,
-            "kind": self.kind,
-            "enabled": self.enabled,
-            "passes": list(self.passes),
-            "timeout": self.timeout,
-            "task_runner": self.task_runner,
-        }
-        if self.is_branch:
-            data["branch_as"] = self.branch_as
-            data["execution"] = self._execution_dict()
-        data["children"] = [plan.node(path).to_dict(plan) for path in self.all_children]
-        return data
-
-    def _execution_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
-            "type": self.execution_type,
-            "parallel_workers": self.parallel_workers,
-            "on_error": self.on_error,
-        }
-        if self.waves:
-            data["waves"] = [list(wave) for wave in self.waves]
-        if self.dag is not None:
-            data["dag"] = self.dag.to_dict()
-        if self.loop is not None:
-            data["loop"] = self.loop.to_dict()
-        return data
-
-    @property
-    def all_children(self) -> tuple[str, ...]:
-        """Enabled children in run order, then disabled ones."""
-        return (*self.children, *self.disabled)
-
-
-@dataclass(frozen=True)
-class DaskPlan:
-    """Where the leaves with ``settings.task_runner: dask`` run."""
-
-    address: str | None
-    """A scheduler address, or ``None`` for a local cluster."""
-    workers: int | None
-    """Worker processes of a local cluster (the root's ``parallel_workers``)."""
-    problem: str | None = None
-    """Tasks disagree on ``dask_address`` (a run uses one cluster)."""
+from ._nodes import DEFAULT_BRANCH_AS, DaskPlan, Edge, NodePlan, Phase, timeout_of
+from .execution import execution_type
 
 
 @dataclass(frozen=True)
@@ -261,18 +114,19 @@ def _node(task: Task, enabled: bool, disabled: list[Task]) -> NodePlan:
     }
     if not task.children:
         return NodePlan(passes=("single",), **base)
-    kind = task.execution_type
+    kind = execution_type(task.execution_type)
+    shape = kind.shape(task)
     return NodePlan(
         passes=branch_passes(task),
         children=tuple(child.path for child in task.children),
-        execution_type=kind,
+        execution_type=task.execution_type,
         branch_as=task.settings.branch_as or DEFAULT_BRANCH_AS,
         parallel_workers=task.settings.parallel_workers,
         on_error=task.on_error,
-        waves=_waves(task) if kind != "graph" else (),
-        dag=dag_plan(task) if kind == "graph" else None,
-        loop=_loop(task) if kind == "loop" else None,
-        edges=tuple(branch_edges(task)) if enabled else (),
+        waves=shape.waves,
+        dag=shape.dag,
+        loop=shape.loop,
+        edges=tuple(kind.edges(task)) if enabled else (),
         **base,
     )
 
@@ -285,83 +139,6 @@ def branch_passes(task: Task) -> tuple[Phase, ...]:
     if task.runs_agent or "post_run" in task.hooks:
         passes.append("final")
     return tuple(passes)
-
-
-def _waves(task: Task) -> tuple[tuple[str, ...], ...]:
-    children = task.children
-    kind = task.execution_type
-    if kind in ("sequential", "loop"):
-        return tuple((child.path,) for child in children)
-    if kind == "priority_groups":
-        return tuple(tuple(child.path for child in wave) for wave in priority_waves(children))
-    return (tuple(child.path for child in children),)
-
-
-def priority_waves(children: tuple[Task, ...] | list[Task]) -> list[list[Task]]:
-    """Children grouped by priority, lowest first (sibling order within a group)."""
-    ordered = sorted(children, key=lambda child: child.priority)
-    return [list(members) for _, members in groupby(ordered, key=lambda child: child.priority)]
-
-
-def dag_plan(task: Task) -> DagPlan:
-    """The DAG of a ``graph`` branch over its enabled children."""
-    names = {child.name for child in task.children}
-    off = {child.name for child in task.disabled_children}
-    upstreams = {
-        child.name: tuple(up for up in child.config.depends_on if up not in off)
-        for child in task.children
-    }
-    known = {name: tuple(up for up in ups if up in names) for name, ups in upstreams.items()}
-    problem = None
-    unknown = unknown_upstreams(upstreams)
-    if unknown:
-        name, up = unknown[0]
-        problem = f"task '{name}' depends on '{up}', which is not a sibling"
-    try:
-        dag = check_dag(known)
-    except DagError as exc:
-        return DagPlan(known, {name: () for name in known}, {}, problem or str(exc))
-    return DagPlan(known, dag.ancestors, dag.stages, problem)
-
-
-def timeout_of(task: Task) -> float | None:
-    """``settings.timeout`` as a limit: ``-1``, ``0`` and ``null`` mean none."""
-    timeout = task.settings.timeout
-    return timeout if timeout and timeout > 0 else None
-
-
-def _loop(task: Task) -> LoopPlan:
-    sub = task.config.subtasks
-    assert sub is not None
-    return LoopPlan(
-        until=sub.until,
-        max_iterations=sub.max_iterations,
-        iteration_timeout=sub.iteration_timeout,
-        on_max_iterations=sub.on_max_iterations,
-        timeout=timeout_of(task),
-    )
-
-
-def branch_edges(task: Task) -> Iterator[Edge]:
-    """The edges between a branch's enabled children implied by its execution type."""
-    children = list(task.children)
-    kind = task.execution_type
-    if kind in ("sequential", "loop"):
-        yield from (Edge(a.path, b.path, "order") for a, b in itertools.pairwise(children))
-    if kind == "loop" and children:
-        sub = task.config.subtasks
-        bound = f"max {sub.max_iterations}" if sub and sub.max_iterations else "unbounded"
-        label = f"next iteration ({bound})"
-        yield Edge(children[-1].path, children[0].path, "next_iteration", label)
-    if kind == "graph":
-        by_name = {child.name: child for child in children}
-        for child in children:
-            for dep in child.config.depends_on:
-                if dep in by_name:
-                    yield Edge(by_name[dep].path, child.path, "depends_on")
-    if kind == "priority_groups":
-        for before, after in itertools.pairwise(priority_waves(children)):
-            yield from (Edge(a.path, b.path, "group") for a in before for b in after)
 
 
 def _dask_plan(

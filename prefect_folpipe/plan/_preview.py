@@ -30,9 +30,11 @@ from typing import Any
 
 from ..expressions import ExpressionError, compile_condition
 from ..workflow.tree import Task, Workflow
-from ._plan import NodePlan, Plan, build_plan
+from ._nodes import NodePlan
+from ._plan import Plan, build_plan
 from ._preview_pass import PassJudge, Pending, Step, budgets, pending_keys
 from .contextops import child_context, merge_delta, seed_context
+from .execution import Waves, execution_type
 
 __all__ = ["Pending", "Preview", "Settings", "Step", "preview"]
 
@@ -120,10 +122,8 @@ class _Walker:
             merge_delta(delta, self.agent_pass(task, "first", inner, wave, at))
             merge_delta(inner, delta)
         self._note(before, maybe)
-        if node.loop:
-            self._loop(node, wave, inner, delta, at)
-        else:
-            self._children(node, wave, inner, delta, at)
+        assert node.execution_type is not None
+        execution_type(node.execution_type).preview(self, node, wave, inner, delta, at)
         if "final" in node.passes:
             merge_delta(delta, self.agent_pass(task, "final", inner, wave, at))
         return delta
@@ -140,51 +140,18 @@ class _Walker:
         else:
             self.steps[index:index] = maybe
 
-    def _children(
-        self, node: NodePlan, wave: str, inner: dict, delta: dict, at: tuple[int, Any]
+    def children(
+        self, node: NodePlan, waves: Waves, wave: str, inner: dict, delta: dict, at: Any
     ) -> None:
         """One run of a branch's children, wave by wave (the siblings of a wave see the
         context as it was before the wave)."""
-        for index, paths in enumerate(self._waves(node), start=1):
+        for index, paths in enumerate(waves, start=1):
             label = f"{wave}.{index}" if wave else str(index)
             base = child_context(inner)
             for path in paths:
                 found = self.node(self.plan.node(path), label, child_context(base), at)
                 merge_delta(inner, found)
                 merge_delta(delta, found)
-
-    def _loop(
-        self, node: NodePlan, wave: str, inner: dict, delta: dict, at: tuple[int, Any]
-    ) -> None:
-        """Iterations while every pass comes from a checkpoint and ``until`` does not hold;
-        the first iteration where something runs is estimated for every iteration left."""
-        assert node.loop is not None
-        repeat, scope = at
-        maximum = node.loop.max_iterations or 1
-        until = node.loop.until
-        for number in range(1, maximum + 1):
-            before = len(self.steps)
-            times = repeat * (maximum - number + 1)
-            self._children(node, wave, inner, delta, (times, (*scope, number)))
-            walked = self.steps[before:]
-            for step in walked:
-                step.iteration = number
-            if any(step.status == "runs" for step in walked):
-                return
-            if until is not None and compile_condition(until).evaluate(inner):
-                return
-
-    def _waves(self, node: NodePlan) -> list[tuple[str, ...]]:
-        if node.waves:
-            return [tuple(w) for w in node.waves]
-        if node.dag is not None and node.dag.stages:
-            by_name = {self.plan.task(p).name: p for p in node.children}
-            top = max(node.dag.stages.values())
-            return [
-                tuple(by_name[n] for n, s in node.dag.stages.items() if s == stage and n in by_name)
-                for stage in range(1, top + 1)
-            ]
-        return [tuple(node.children)]
 
     def _skip(self, task: Task, ctx: Mapping[str, Any], wave: str) -> bool:
         condition = task.config.conditions.skip_if

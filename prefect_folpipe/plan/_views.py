@@ -10,9 +10,11 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from ..workflow.tree import Task, ToolSpec
+from .execution import condition_text, execution_type
 
 if TYPE_CHECKING:
-    from ._plan import NodePlan, Plan
+    from ._nodes import NodePlan
+    from ._plan import Plan
 
 ROOT_LABEL = "root"
 
@@ -52,55 +54,13 @@ def tool_origin(tool: ToolSpec, *, root_name: str = ROOT_LABEL) -> str:
 # --------------------------------------------------------------------------- labels
 
 
-def condition_text(condition: str | dict[str, Any] | None) -> str:
-    """A skip_if / until condition as one line (structured forms in a compact notation)."""
-    if condition is None:
-        return ""
-    if isinstance(condition, str):
-        return " ".join(condition.split())
-    return _structured_condition_text(condition)
-
-
-def _structured_condition_text(condition: dict[str, Any]) -> str:
-    for combinator in ("all", "any"):
-        if combinator in condition and isinstance(condition[combinator], list):
-            inner = ", ".join(condition_text(item) for item in condition[combinator])
-            return f"{combinator}({inner})"
-    key = condition.get("key", "?")
-    for operator, value in condition.items():
-        if operator == "key":
-            continue
-        if operator in ("exists", "not_exists"):
-            return f"{key} {operator}"
-        return f"{key} {operator} {value!r}"
-    return str(key)
-
-
-def loop_bounds(node: NodePlan) -> str:
-    """``until ... · max N iterations · ...`` for a loop branch ('' for anything else)."""
-    loop = node.loop
-    if loop is None:
-        return ""
-    parts = [f"until {condition_text(loop.until)}" if loop.until is not None else "no until"]
-    if loop.max_iterations is not None:
-        parts.append(f"max {loop.max_iterations} iterations")
-    else:
-        parts.append("no max_iterations")
-    if loop.iteration_timeout is not None:
-        parts.append(f"{loop.iteration_timeout:g}s per iteration")
-    parts.append(f"on max: {loop.on_max_iterations}")
-    return " · ".join(parts)
-
-
 def branch_summary(node: NodePlan) -> str:
     """How a branch runs its children, in a few words."""
     kind = node.execution_type
     if kind is None:
         return ""
-    parts = [kind]
-    if kind == "loop":
-        parts.append(loop_bounds(node))
-    if kind in ("parallel", "graph", "priority_groups") and node.parallel_workers:
+    parts = [kind, *execution_type(kind).summary(node)]
+    if execution_type(kind).concurrent and node.parallel_workers:
         parts.append(f"max {node.parallel_workers} at once")
     if node.on_error != "fail":
         parts.append(f"on_error: {node.on_error}")
@@ -127,17 +87,9 @@ def task_notes(task: Task, enabled: bool) -> list[str]:
 
 
 def _child_prefix(plan: Plan, parent: NodePlan, child: NodePlan, index: int) -> str:
-    if not child.enabled:
+    if not child.enabled or parent.execution_type is None:
         return ""
-    kind = parent.execution_type
-    if kind in ("sequential", "loop"):
-        return f"{index}. "
-    if kind == "priority_groups":
-        return f"[group {plan.task(child.path).priority}] "
-    stages = parent.dag.stages if parent.dag is not None else {}
-    if kind == "graph" and child.name in stages:
-        return f"[stage {stages[child.name]}] "
-    return ""
+    return execution_type(parent.execution_type).child_prefix(plan, parent, child, index)
 
 
 def _graph_line(plan: Plan, node: NodePlan, prefix: str) -> str:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import re
 
-from prefect_folpipe.plan._plan import build_plan, dag_plan
+from prefect_folpipe.plan import build_plan
 from prefect_folpipe.plan._views import mermaid_text
+from prefect_folpipe.plan.execution import dag_plan
 from prefect_folpipe.workflow import Workflow
 
 from .cli_helpers import cv_pipeline, graph_workflow, make_task, make_workflow

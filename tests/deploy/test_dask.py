@@ -15,7 +15,7 @@ import pytest
 from prefect_folpipe.compile.dask import local_cluster_kwargs
 from prefect_folpipe.compile.runner import Runners
 from prefect_folpipe.errors import ConfigError
-from prefect_folpipe.plan._plan import DaskPlan, build_plan
+from prefect_folpipe.plan import DaskPlan, build_plan
 from prefect_folpipe.validate import load_workflow
 
 from .runs import ok

@@ -15,8 +15,9 @@ from typing import Any
 import pytest
 
 from prefect_folpipe.compile.report._records import reported_tasks
-from prefect_folpipe.plan._plan import build_plan, dag_plan
+from prefect_folpipe.plan import build_plan
 from prefect_folpipe.plan._views import graph_to_dict, tree_to_dict
+from prefect_folpipe.plan.execution import dag_plan
 from prefect_folpipe.validate import load_workflow
 from prefect_folpipe.workflow.config import TaskConfig
 from prefect_folpipe.workflow.graph import DagError, check_dag, find_cycle, simple_cycles

@@ -1,25 +1,46 @@
-"""Execution types of a branch (spec §2.7, §8), Prefect-free.
+"""Execution types of a branch, as a registry (Prefect-free).
 
-Each strategy runs a branch's children as its ``Plan`` node says (waves, the DAG, the loop
-bounds) through an ``Executor`` (the Prefect side supplies it) and returns an ``Outcome``:
-status, the merged delta (children in sibling order) and the error that failed the group.
-Task-level ``on_failure`` is applied by the executor before an outcome reaches here; the
-strategies apply the group's ``on_error``: ``waves`` (parallel, sequential), ``graphs``
-(``depends_on``), ``loops``; what they share is in ``outcome`` and ``fanout``.
+One module per type gives everything about it: the shape of its plan node (waves, a DAG, loop
+bounds) and its edges, how ``folpipe plan`` walks it, how ``graph`` / ``tree`` label it, and
+how a run executes it through an ``Executor`` (the Prefect side supplies one), returning an
+``Outcome``: status, the merged delta (children in sibling order) and the error that failed
+the group. Task-level ``on_failure`` is applied by the executor before an outcome reaches
+here; the types apply the group's ``on_error``. To add a type: a module with an
+:class:`ExecutionType` subclass, one entry in ``REGISTERED`` below, and its name in the
+format's vocabulary (``workflow.config.ExecutionType``).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...workflow.tree import Task
-from .._plan import Plan
 from ._fanout import is_signal
-from ._graphs import run_graph
-from ._loops import run_loop
+from ._graph import Graph, dag_plan
+from ._kind import ExecutionType, Shape, Waves, condition_text
+from ._loop import Loop
 from ._outcome import Executor, Outcome, Scope
+from ._parallel import Parallel
 from ._policy import ChildPolicy
-from ._waves import run_waves
+from ._priority_groups import PriorityGroups, priority_waves
+from ._sequential import Sequential
+
+if TYPE_CHECKING:
+    from .._plan import Plan
+
+REGISTERED: tuple[ExecutionType, ...] = (
+    Parallel(),
+    Sequential(),
+    Graph(),
+    Loop(),
+    PriorityGroups(),
+)
+TYPES: dict[str, ExecutionType] = {kind.name: kind for kind in REGISTERED}
+
+
+def execution_type(name: str) -> ExecutionType:
+    """The registered execution type called ``name``."""
+    return TYPES[name]
 
 
 async def run_group(
@@ -27,22 +48,24 @@ async def run_group(
 ) -> Outcome:
     """Run a branch's children as its plan node says."""
     node = plan.node(group.path)
-    if node.dag is not None:
-        return await run_graph(group, node, plan.children(group.path), context, ex, scope)
-    waves = [[plan.task(path) for path in wave] for wave in node.waves]
-    if node.loop is not None:
-        return await run_loop(group, node.loop, waves, context, ex, scope)
-    return await run_waves(group, waves, context, ex, scope)
+    assert node.execution_type is not None
+    return await execution_type(node.execution_type).run(plan, group, context, ex, scope)
 
 
 __all__ = [
+    "REGISTERED",
+    "TYPES",
     "ChildPolicy",
+    "ExecutionType",
     "Executor",
     "Outcome",
     "Scope",
+    "Shape",
+    "Waves",
+    "condition_text",
+    "dag_plan",
+    "execution_type",
     "is_signal",
-    "run_graph",
+    "priority_waves",
     "run_group",
-    "run_loop",
-    "run_waves",
 ]

@@ -1,18 +1,20 @@
-"""Graph groups (``depends_on``, spec §2.7), Prefect-free: independent members run in
-parallel, each as soon as its upstreams finished; the dependents of a failure are skipped."""
+"""``graph``: children ordered by ``depends_on``; independent ones run at once, each as soon as
+its upstreams finished; the dependents of a failure are skipped."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
+from ...workflow.graph import DagError, check_dag, unknown_upstreams
 from ...workflow.tree import Task
-from .._plan import NodePlan
+from .._nodes import DagPlan, Edge, NodePlan
 from ..contextops import child_context, merge_delta
 from ..failures import DependencyError, GroupFailed
 from ._fanout import FailFast, gather_fail_fast, is_signal
+from ._kind import ExecutionType, Shape, Waves
 from ._outcome import (
     Executor,
     Outcome,
@@ -22,6 +24,9 @@ from ._outcome import (
     restore_members,
     show_restored,
 )
+
+if TYPE_CHECKING:
+    from .._plan import Plan
 
 
 async def run_graph(
@@ -161,3 +166,58 @@ def _settle_graph(
     if first_error is not None and group.on_error == "continue":
         return Outcome("failed", delta, first_error)
     return Outcome("completed", delta)
+
+
+class Graph(ExecutionType):
+    name = "graph"
+
+    def shape(self, task: Task) -> Shape:
+        return Shape(dag=dag_plan(task))
+
+    def edges(self, task: Task) -> Iterator[Edge]:
+        by_name = {child.name: child for child in task.children}
+        for child in task.children:
+            for dep in child.config.depends_on:
+                if dep in by_name:
+                    yield Edge(by_name[dep].path, child.path, "depends_on")
+
+    def child_prefix(self, plan: Plan, parent: NodePlan, child: NodePlan, index: int) -> str:
+        stages = parent.dag.stages if parent.dag is not None else {}
+        return f"[stage {stages[child.name]}] " if child.name in stages else ""
+
+    def preview_waves(self, plan: Plan, node: NodePlan) -> Waves:
+        if node.dag is None or not node.dag.stages:
+            return (tuple(node.children),)
+        by_name = {plan.task(path).name: path for path in node.children}
+        stages = node.dag.stages
+        return tuple(
+            tuple(by_name[name] for name, at in stages.items() if at == stage and name in by_name)
+            for stage in range(1, max(stages.values()) + 1)
+        )
+
+    async def run(
+        self, plan: Plan, group: Task, context: dict[str, Any], ex: Executor, scope: Scope
+    ) -> Outcome:
+        node = plan.node(group.path)
+        return await run_graph(group, node, plan.children(group.path), context, ex, scope)
+
+
+def dag_plan(task: Task) -> DagPlan:
+    """The DAG of a ``graph`` branch over its enabled children."""
+    names = {child.name for child in task.children}
+    off = {child.name for child in task.disabled_children}
+    upstreams = {
+        child.name: tuple(up for up in child.config.depends_on if up not in off)
+        for child in task.children
+    }
+    known = {name: tuple(up for up in ups if up in names) for name, ups in upstreams.items()}
+    problem = None
+    unknown = unknown_upstreams(upstreams)
+    if unknown:
+        name, up = unknown[0]
+        problem = f"task '{name}' depends on '{up}', which is not a sibling"
+    try:
+        dag = check_dag(known)
+    except DagError as exc:
+        return DagPlan(known, {name: () for name in known}, {}, problem or str(exc))
+    return DagPlan(known, dag.ancestors, dag.stages, problem)

@@ -1,22 +1,27 @@
-"""Loop groups (``until`` / ``max_iterations``, spec §2.7), Prefect-free: the members' waves
-run once an iteration until the condition holds, each iteration within its timeout."""
+"""``loop``: the children run one after another, once an iteration, until ``until`` holds or
+``max_iterations`` is reached, each iteration within its ``iteration_timeout``."""
 
 from __future__ import annotations
 
 import asyncio
 import copy
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 from ...expressions import Condition, compile_condition
 from ...workflow.context import ERRORS_KEY
 from ...workflow.tree import Task
-from .._plan import LoopPlan
+from .._nodes import Edge, LoopPlan, NodePlan, timeout_of
 from ..contextops import child_context, describe_error, merge_delta
 from ..failures import IterationTimeout, LoopExhausted, LoopTimeout
 from ._evaluation import evaluate_condition
+from ._kind import ExecutionType, PreviewWalker, Shape, condition_text, one_wave_each
 from ._outcome import Executor, Outcome, Scope
+from ._sequential import order_edges
 from ._waves import run_waves
+
+if TYPE_CHECKING:
+    from .._plan import Plan
 
 
 async def run_loop(
@@ -116,3 +121,81 @@ async def _one_iteration(
             f"iteration {number} of loop '{_where(group)}' exceeded iteration_timeout={limit}s"
         )
         return Outcome("failed", {}, error), False
+
+
+class Loop(ExecutionType):
+    name = "loop"
+    concurrent = False
+
+    def shape(self, task: Task) -> Shape:
+        sub = task.config.subtasks
+        assert sub is not None
+        bounds = LoopPlan(
+            until=sub.until,
+            max_iterations=sub.max_iterations,
+            iteration_timeout=sub.iteration_timeout,
+            on_max_iterations=sub.on_max_iterations,
+            timeout=timeout_of(task),
+        )
+        return Shape(waves=one_wave_each(task), loop=bounds)
+
+    def edges(self, task: Task) -> Iterator[Edge]:
+        yield from order_edges(task)
+        children = task.children
+        if children:
+            sub = task.config.subtasks
+            bound = f"max {sub.max_iterations}" if sub and sub.max_iterations else "unbounded"
+            label = f"next iteration ({bound})"
+            yield Edge(children[-1].path, children[0].path, "next_iteration", label)
+
+    def summary(self, node: NodePlan) -> list[str]:
+        return [loop_bounds(node)]
+
+    def child_prefix(self, plan: Plan, parent: NodePlan, child: NodePlan, index: int) -> str:
+        return f"{index}. "
+
+    def preview(
+        self, walker: PreviewWalker, node: NodePlan, wave: str, inner: dict, delta: dict, at: Any
+    ) -> None:
+        """Iterations while every pass comes from a checkpoint and ``until`` does not hold;
+        the first iteration where something runs is estimated for every iteration left."""
+        assert node.loop is not None
+        repeat, scope = at
+        maximum = node.loop.max_iterations or 1
+        until = node.loop.until
+        waves = self.preview_waves(walker.plan, node)
+        for number in range(1, maximum + 1):
+            before = len(walker.steps)
+            times = repeat * (maximum - number + 1)
+            walker.children(node, waves, wave, inner, delta, (times, (*scope, number)))
+            walked = walker.steps[before:]
+            for step in walked:
+                step.iteration = number
+            if any(step.status == "runs" for step in walked):
+                return
+            if until is not None and compile_condition(until).evaluate(inner):
+                return
+
+    async def run(
+        self, plan: Plan, group: Task, context: dict[str, Any], ex: Executor, scope: Scope
+    ) -> Outcome:
+        node = plan.node(group.path)
+        assert node.loop is not None
+        waves = [[plan.task(path) for path in wave] for wave in node.waves]
+        return await run_loop(group, node.loop, waves, context, ex, scope)
+
+
+def loop_bounds(node: NodePlan) -> str:
+    """``until ... · max N iterations · ...`` for a loop branch."""
+    loop = node.loop
+    if loop is None:
+        return ""
+    parts = [f"until {condition_text(loop.until)}" if loop.until is not None else "no until"]
+    if loop.max_iterations is not None:
+        parts.append(f"max {loop.max_iterations} iterations")
+    else:
+        parts.append("no max_iterations")
+    if loop.iteration_timeout is not None:
+        parts.append(f"{loop.iteration_timeout:g}s per iteration")
+    parts.append(f"on max: {loop.on_max_iterations}")
+    return " · ".join(parts)
