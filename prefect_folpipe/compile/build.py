@@ -27,7 +27,8 @@ from ..plan.execution import Outcome, is_signal
 from ..workflow.names import slug
 from ..workflow.tree import Task, Workflow
 from .approvals import ApprovalGates
-from .executor import LOG, TreeExecutor
+from .checkpoints import Restorer
+from .executor import LOG, LiveMode, TreeExecutor
 from .infra import SETTLE, interruption, settle_crashed_runs
 from .options import RunOptions
 from .passes import FlowRuntime
@@ -66,8 +67,15 @@ class WorkflowRun:
             storage=options.storage_for(workflow.root_dir),
             workflow_name=workflow.name,
         )
+        self.live = LiveMode()
         self.executor = TreeExecutor(
-            self.plan, self.tasks, self.runners, self.tracker, self.tags, restore=options.restore
+            self.plan,
+            self.tasks,
+            self.runners,
+            self.tracker,
+            self.tags,
+            mode=self.live,
+            restorer=Restorer() if options.restore else None,
         )
 
     async def start(self) -> None:
@@ -81,7 +89,7 @@ class WorkflowRun:
         runner = self.options.runner or run_task
         runtime = FlowRuntime(self.workflow, self.spec, self.services, runner, self.tracker)
         self.tasks.bind(self.spec, runtime, self.executor)
-        self.executor.gates = ApprovalGates(
+        self.live.gates = ApprovalGates(
             self.spec.storage,
             runtime,
             presets=self.options.approvals,

@@ -1,9 +1,11 @@
 """Runs the task tree as the plan says: a child's passes, a branch's children, their states.
 
-``TreeExecutor`` is the ``outcome.Executor`` the execution strategies call back into: it runs
-one child (a pass of a leaf, or a branch run), turns Prefect states into ``Outcome``s and
-applies the child's own failure policy; the strategies apply the group's. It also restores
-children from checkpoints without running them (``CheckpointReplay``, ``compile.restore``).
+``TreeExecutor`` is the ``Executor`` the execution types call back into: it runs one child
+(a pass of a leaf, or a branch run) and applies the child's own failure policy; the types
+apply the group's. How a pass, a gate and a branch call are carried out is its mode's:
+:class:`LiveMode` runs them as Prefect task runs; ``checkpoints.ReplayMode`` reads them back
+from checkpoints for the ``checkpoints.Restorer``, which restores children without running
+them.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from prefect.logging import get_run_logger
 from prefect.utilities.annotations import allow_failure
@@ -22,12 +24,11 @@ from ..plan.contextops import ContextBox, child_context, describe_error, merge_d
 from ..plan.execution import ChildPolicy, Outcome, Scope, run_group
 from ..plan.failures import TaskTimedOut
 from ..workflow.context import ERRORS_KEY
-from ..workflow.names import RESTORED_SUFFIX
+from ..workflow.names import pass_label
 from ..workflow.tree import Task
 from .approvals import ApprovalGates
-from .checkpoints import CheckpointReader, NotRestorable, RecordingTracker, RestoredPass
+from .checkpoints import Restorer
 from .infra import SETTLE
-from .leaf import pass_label
 from .report import RunTracker
 from .runner import Runners
 from .tags import RunTags
@@ -37,8 +38,37 @@ LOG = logging.getLogger("prefect_folpipe.compile")
 CANCELLED = "cancelled (a sibling failed, a timeout expired or the run was interrupted)"
 
 
+class PassMode(Protocol):
+    """How an executor carries out a pass, a gate and a branch call (live, or replayed)."""
+
+    async def agent_pass(
+        self,
+        ex: TreeExecutor,
+        task: Task,
+        phase: str,
+        context: dict[str, Any],
+        scope: Scope,
+        wait_for: Sequence[Any],
+    ) -> Outcome: ...
+
+    async def gate(
+        self, ex: TreeExecutor, task: Task, context: dict[str, Any], scope: Scope
+    ) -> dict[str, Any]: ...
+
+    async def call_branch(
+        self,
+        ex: TreeExecutor,
+        task: Task,
+        context: dict[str, Any],
+        scope: Scope,
+        wait_for: Sequence[Any],
+    ) -> Outcome: ...
+
+    def child_done(self, child: Task, scope: Scope, outcome: Outcome) -> Outcome: ...
+
+
 class TreeExecutor:
-    """Runs children, passes and branches of one run through its Prefect tasks and runners."""
+    """Runs children, passes and branches of one run, in the way its ``mode`` says."""
 
     def __init__(
         self,
@@ -48,29 +78,36 @@ class TreeExecutor:
         tracker: RunTracker,
         tags: RunTags,
         *,
-        restore: bool = True,
+        mode: PassMode | None = None,
+        restorer: Restorer | None = None,
     ) -> None:
         self.plan = plan
         self.tasks = tasks
         self.runners = runners
         self.tracker = tracker
         self.tags = tags
+        self.mode: PassMode = mode or LiveMode()
+        self.restorer = restorer
+        """Restores children from checkpoints without a task run each (``--fresh``: none)."""
         self.policy = ChildPolicy(plan.declared_outputs)
         self.warnings: list[str] = []
-        self.restoring = restore
-        """Restore children from checkpoints without a task run each (``--fresh``: no)."""
-        self.reader = CheckpointReader()
-        self.gates: ApprovalGates | None = None
-        """The run's approval gates (set when the run starts)."""
-        self._failed_errors: dict[tuple[str, tuple[int, ...]], list[Any]] = {}
+        self.failed_errors: dict[tuple[str, tuple[int, ...]], list[Any]] = {}
         """``_errors`` recorded inside a branch run that then failed, for its parent to keep
         (a failed branch run raises: its return value, the delta, never reaches the parent)."""
+
+    def replica(self, mode: PassMode, tracker: RunTracker) -> TreeExecutor:
+        """An executor over the same run in another mode, recording into ``tracker``."""
+        twin = TreeExecutor(
+            self.plan, self.tasks, self.runners, tracker, self.tags, mode=mode, restorer=None
+        )
+        twin.policy = self.policy
+        return twin
 
     async def run_target(self, target: Task, context: dict[str, Any]) -> Outcome:
         """The task a run starts from (the root, or ``run-task``'s task): a branch whose
         every pass comes back from checkpoints is restored as one run."""
-        if target.children:
-            restored = await self.restore_one(target, context, Scope(), start=True)
+        if target.children and self.restorer is not None:
+            restored = await self.restorer.restore_one(self, target, context, Scope(), start=True)
             if restored is not None:
                 await self.show_restored(target, Scope(), [(target, restored)])
                 return restored
@@ -93,18 +130,8 @@ class TreeExecutor:
     async def agent_pass(
         self, task: Task, phase: str, context: dict[str, Any], scope: Scope, wait_for: Sequence[Any]
     ) -> Outcome:
-        """One agent pass as a Prefect task run, on its task's runner."""
-        runner = self.runners.for_node(self.plan.node(task.path))
-        parameters = {
-            "context": ContextBox(context),
-            "label": pass_label(scope.label(task.path), phase),
-            "scope": list(scope.iteration),
-        }
-        state = await runner.run(self.tasks.leaf(task, phase), parameters, wait_for)
-        SETTLE.expect(state)
-        outcome = await settle_pass(task, state)
-        await runner.report(task, state, outcome, self.tracker)
-        return outcome
+        """One agent pass of ``task``."""
+        return await self.mode.agent_pass(self, task, phase, context, scope, wait_for)
 
     async def run_branch(self, task: Task, context: dict[str, Any], scope: Scope) -> Outcome:
         """First agent pass (if any), the children, then the final pass whose answer wins."""
@@ -154,7 +181,7 @@ class TreeExecutor:
         if outcome.status == "failed":
             errors = outcome.delta.get(ERRORS_KEY)
             if errors:
-                self._failed_errors[(task.path, where.iteration)] = list(errors)
+                self.failed_errors[(task.path, where.iteration)] = list(errors)
             raise outcome.error or FolpipeError(f"branch '{task.path}' failed")
         return outcome
 
@@ -162,6 +189,12 @@ class TreeExecutor:
         self, child: Task, context: dict[str, Any], scope: Scope, wait_for: Sequence[Any] = ()
     ) -> Outcome:
         """Run one child (leaf pass or branch), then apply its ``on_failure``."""
+        outcome = await self._run_child(child, context, scope, wait_for)
+        return self.mode.child_done(child, scope, outcome)
+
+    async def _run_child(
+        self, child: Task, context: dict[str, Any], scope: Scope, wait_for: Sequence[Any]
+    ) -> Outcome:
         self.tracker.start(child.path, scope.innermost)
         if scope.iteration and not (child.children and child.execution_type == "loop"):
             self.tracker.count_iteration(child.path)
@@ -177,7 +210,7 @@ class TreeExecutor:
                 self.tracker.skip_tree(child, None)
                 return Outcome("skipped", dict(answer))  # the answer routes what follows
             if child.children:
-                outcome = await self._call_branch(child, context, scope, wait_for)
+                outcome = await self.mode.call_branch(self, child, context, scope, wait_for)
             else:
                 outcome = await self.agent_pass(child, "single", context, scope, wait_for)
             if answer and outcome.status != "failed":
@@ -192,39 +225,8 @@ class TreeExecutor:
         return _edge_past_failure(self.policy.on_failure(child, outcome, scope.innermost))
 
     async def gate(self, task: Task, context: dict[str, Any], scope: Scope) -> dict[str, Any]:
-        """The answer of ``task``'s approval gate (``{}`` without one); see
-        ``compile.approval``. Raises when nobody answers, or suspends the run (``Pause``)."""
-        if task.config.approval is None:
-            return {}
-        if self.gates is None:
-            raise FolpipeError(f"task '{task.path}' has an approval gate but the run has none")
-        return await self.gates.answer(task, context, scope.iteration)
-
-    async def _call_branch(
-        self, task: Task, context: dict[str, Any], scope: Scope, wait_for: Sequence[Any]
-    ) -> Outcome:
-        subflow = self.plan.node(task.path).branch_as == "subflow"
-        call: dict[str, Any] = {
-            # a subflow shows its input context as a parameter; a task gets it boxed
-            "context": context if subflow else ContextBox(context),
-            "label": scope.label(task.path),
-            "scope": list(scope.iteration),
-            "return_state": True,
-        }
-        if wait_for:
-            call["wait_for"] = list(wait_for)
-        # its own asyncio task: a branch nested in a branch would otherwise resume through
-        # every level's frames (a RecursionError past ~95 levels); a task awaits its child
-        # task without that chain, and cancelling the parent still cancels the child
-        state = await asyncio.ensure_future(self.tasks.branch(task)(**call))
-        if not subflow:
-            SETTLE.expect(state)
-        if state.is_completed():
-            value: Outcome = await state.aresult()
-            return Outcome(value.status, value.delta, handle=state)
-        errors = self._failed_errors.pop((task.path, scope.iteration), None)
-        delta = {ERRORS_KEY: errors} if errors else {}
-        return Outcome("failed", delta, await _error_of(task, state, "branch"), handle=state)
+        """The answer of ``task``'s approval gate (``{}`` without one)."""
+        return await self.mode.gate(self, task, context, scope)
 
     def not_run(self, child: Task, reason: str) -> None:
         if self.tracker.records[child.path].status == "failed":
@@ -242,109 +244,89 @@ class TreeExecutor:
         self, members: Sequence[Task], context: dict[str, Any], scope: Scope
     ) -> list[Outcome | None]:
         """Per member of a wave, its outcome from checkpoints alone (``None``: it runs)."""
-        return [await self.restore_one(child, context, scope) for child in members]
-
-    async def restore_one(
-        self, child: Task, context: dict[str, Any], scope: Scope, *, start: bool = False
-    ) -> Outcome | None:
-        """``child``'s subtree replayed from checkpoints and committed to the tracker, or
-        ``None`` when any pass of it must run (``start``: the run's target)."""
-        if not self.restoring or (start and child.config.approval is not None):
-            return None
-        replay = CheckpointReplay(self)
-        outcome: Outcome | None = None
-        try:
-            if start:
-                replay.tracker.start(child.path)
-                outcome = await replay.run_branch(child, context, scope)
-                replay.tracker.finish(child.path, outcome.status)
-            else:
-                outcome = await replay.run_child(child, context, scope)
-        except* NotRestorable:
-            outcome = None
-        if outcome is None or outcome.status == "failed":
-            return None
-        replay.tracker.commit()
-        for message in replay.warnings:
-            self.warn(message)
-        outcome.restored = tuple(replay.entries)
-        return outcome
+        if self.restorer is None:
+            return [None] * len(members)
+        return await self.restorer.restore(self, members, context, scope)
 
     async def show_restored(
         self, group: Task, scope: Scope, restored: Sequence[tuple[Task, Outcome]]
     ) -> None:
-        """One ``Cached`` task run for the children restored in ``group``, its artifact
-        listing every task and its checkpoint; their ``handle`` (graph edges) is that run."""
-        entries = [entry for _, outcome in restored for entry in outcome.restored]
-        if not any(entry.status == "cached" for entry in entries):
-            return
-        names = [child.name for child, _ in restored]
-        if restored[0][0] is group:
-            what = "every task"
-        elif len(names) <= 3:
-            what = ", ".join(names)
-        else:
-            what = f"{names[0]} … {names[-1]} ({len(names)} tasks)"
-        label = f"{scope.label(group.path)}: {what} {RESTORED_SUFFIX}"
-        state = await self.tasks.restored(group)(
-            label=label, entries=ContextBox(entries), return_state=True
-        )
-        for _, outcome in restored:
-            outcome.handle = state
+        if self.restorer is not None:
+            await self.restorer.show(self, group, scope, restored)
 
 
-class CheckpointReplay(TreeExecutor):
-    """The executor replaying a subtree from checkpoints: each pass reads the checkpoint its
-    task would reuse (``NotRestorable`` when there is none), branches run in place, and the
-    tracker records changes for the run's tracker to replay once all came back."""
+class LiveMode:
+    """Passes and branches as Prefect task runs (or subflow runs), gates asked for real."""
 
-    def __init__(self, real: TreeExecutor) -> None:
-        tracker = RecordingTracker(real.tracker)
-        super().__init__(real.plan, real.tasks, real.runners, tracker, real.tags, restore=False)
-        self.tracker: RecordingTracker = tracker
-        self.policy = real.policy
-        self.reader = real.reader
-        self.entries: list[RestoredPass] = []
+    def __init__(self) -> None:
+        self.gates: ApprovalGates | None = None
+        """The run's approval gates (set when the run starts)."""
 
     async def agent_pass(
-        self, task: Task, phase: str, context: dict[str, Any], scope: Scope, wait_for: Sequence[Any]
+        self,
+        ex: TreeExecutor,
+        task: Task,
+        phase: str,
+        context: dict[str, Any],
+        scope: Scope,
+        wait_for: Sequence[Any],
     ) -> Outcome:
-        label = pass_label(scope.label(task.path), phase)
+        """One agent pass as a Prefect task run, on its task's runner."""
+        runner = ex.runners.for_node(ex.plan.node(task.path))
         parameters = {
             "context": ContextBox(context),
-            "label": label,
+            "label": pass_label(scope.label(task.path), phase),
             "scope": list(scope.iteration),
         }
-        _, options = self.tasks.leaf_options(task, phase)
-        hit = await self.reader.read(options, parameters, lambda: self.tasks.leaf(task, phase))
-        if hit is None:
-            raise NotRestorable(task.path)
-        self.entries.append(RestoredPass(task.path, label, "cached", hit.key, hit.where))
-        return Outcome("cached", dict(hit.payload["delta"]))
-
-    async def gate(self, task: Task, context: dict[str, Any], scope: Scope) -> dict[str, Any]:
-        """A task behind an approval gate is not restored: its run asks (or replays) the gate."""
-        if task.config.approval is not None:
-            raise NotRestorable(task.path)
-        return {}
-
-    async def run_child(
-        self, child: Task, context: dict[str, Any], scope: Scope, wait_for: Sequence[Any] = ()
-    ) -> Outcome:
-        outcome = await super().run_child(child, context, scope, wait_for)
-        if outcome.status == "failed":  # e.g. a skip_if that cannot be evaluated
-            raise NotRestorable(child.path)
-        if outcome.status == "skipped":
-            self.entries.append(RestoredPass(child.path, scope.label(child.path), "skipped"))
+        state = await runner.run(ex.tasks.leaf(task, phase), parameters, wait_for)
+        SETTLE.expect(state)
+        outcome = await settle_pass(task, state)
+        await runner.report(task, state, outcome, ex.tracker)
         return outcome
 
-    async def _call_branch(
-        self, task: Task, context: dict[str, Any], scope: Scope, wait_for: Sequence[Any]
+    async def gate(
+        self, ex: TreeExecutor, task: Task, context: dict[str, Any], scope: Scope
+    ) -> dict[str, Any]:
+        """See ``compile.approvals``: raises when nobody answers, or suspends the run."""
+        if task.config.approval is None:
+            return {}
+        if self.gates is None:
+            raise FolpipeError(f"task '{task.path}' has an approval gate but the run has none")
+        return await self.gates.answer(task, context, scope.iteration)
+
+    async def call_branch(
+        self,
+        ex: TreeExecutor,
+        task: Task,
+        context: dict[str, Any],
+        scope: Scope,
+        wait_for: Sequence[Any],
     ) -> Outcome:
-        outcome = await self.run_branch(task, context, scope)
-        if outcome.status == "failed":
-            raise NotRestorable(task.path)
-        return Outcome(outcome.status, outcome.delta)
+        subflow = ex.plan.node(task.path).branch_as == "subflow"
+        call: dict[str, Any] = {
+            # a subflow shows its input context as a parameter; a task gets it boxed
+            "context": context if subflow else ContextBox(context),
+            "label": scope.label(task.path),
+            "scope": list(scope.iteration),
+            "return_state": True,
+        }
+        if wait_for:
+            call["wait_for"] = list(wait_for)
+        # its own asyncio task: a branch nested in a branch would otherwise resume through
+        # every level's frames (a RecursionError past ~95 levels); a task awaits its child
+        # task without that chain, and cancelling the parent still cancels the child
+        state = await asyncio.ensure_future(ex.tasks.branch(task)(**call))
+        if not subflow:
+            SETTLE.expect(state)
+        if state.is_completed():
+            value: Outcome = await state.aresult()
+            return Outcome(value.status, value.delta, handle=state)
+        errors = ex.failed_errors.pop((task.path, scope.iteration), None)
+        delta = {ERRORS_KEY: errors} if errors else {}
+        return Outcome("failed", delta, await _error_of(task, state, "branch"), handle=state)
+
+    def child_done(self, child: Task, scope: Scope, outcome: Outcome) -> Outcome:
+        return outcome
 
 
 def _edge_past_failure(outcome: Outcome) -> Outcome:

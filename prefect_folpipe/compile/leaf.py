@@ -224,11 +224,6 @@ class RetryCondition:
         return should_retry(exc, self.retry_on) if exc is not None else self.retry_on is None
 
 
-def pass_label(label: str, phase: str) -> str:
-    """The task-run name of a pass: ``path[i]``, plus `` (first pass)`` / `` (final pass)``."""
-    return label if phase == "single" else f"{label} ({phase} pass)"
-
-
 def task_options(
     task: Task,
     node: NodePlan,

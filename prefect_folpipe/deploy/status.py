@@ -18,13 +18,12 @@ command costs about the same for one run or twenty.
 
 from __future__ import annotations
 
-import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 from uuid import UUID
 
-from ..workflow.names import GENERIC_FLOW_NAME, RESTORED_SUFFIX
+from ..workflow.names import GENERIC_FLOW_NAME, restored_paths
 from ..workflow.tree import Workflow
 
 PAGE = 200
@@ -251,28 +250,9 @@ def latest_attempts(task_runs: list[Any], placeholders: set[UUID]) -> list[Any]:
     restores = [
         (run, covered)
         for run in latest.values()
-        if (covered := restored_paths(run.name)) is not None
+        if (covered := restored_paths(run.tags or ())) is not None
     ]
     return [run for run in latest.values() if not _superseded(run, restores)]
-
-
-RESTORED = re.compile(rf"^(?P<where>.+?): (?P<what>.+) {re.escape(RESTORED_SUFFIX)}$")
-"""A subtree restored from checkpoints in one task run (``compile.executor.show_restored``)."""
-
-
-def restored_paths(name: str) -> list[str] | None:
-    """The task paths a restored task run's name covers, each with everything below it
-    (``""``: the whole tree; none for a long range, which names only its ends); ``None`` when
-    ``name`` is not a restore."""
-    match = RESTORED.match(name)
-    if match is None:
-        return None
-    base = "" if match["where"] == "root" else match["where"]
-    if match["what"] == "every task":
-        return [base]
-    if "…" in match["what"]:
-        return []
-    return [f"{base}/{n.strip()}" if base else n.strip() for n in match["what"].split(",")]
 
 
 def _superseded(run: Any, restores: list[tuple[Any, list[str]]]) -> bool:

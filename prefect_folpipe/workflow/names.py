@@ -20,3 +20,26 @@ RESTORED_SUFFIX = "(restored from checkpoints)"
 """Ends the name of the task run standing for children restored from checkpoints
 (``<where>: <what> (restored from checkpoints)``, ``compile.executor``; ``deploy.status``
 reads it back)."""
+
+
+def pass_label(label: str, phase: str) -> str:
+    """The task-run name of a pass: ``path[i]``, plus `` (first pass)`` / `` (final pass)``."""
+    return label if phase == "single" else f"{label} ({phase} pass)"
+
+
+RESTORED_TAG = "folpipe-restored:"
+"""Tags a restored task run with each subtree it stands for: ``folpipe-restored:<path>``
+(``folpipe-restored:/`` for the whole tree); ``folpipe status`` reads them."""
+
+
+def restored_tag(path: str) -> str:
+    return RESTORED_TAG + (path or "/")
+
+
+def restored_paths(tags: list[str] | tuple[str, ...]) -> list[str] | None:
+    """The task paths a restored task run stands for (``""``: the whole tree), each with
+    everything below it, from its tags; ``None`` when the run is not a restore."""
+    paths = [tag[len(RESTORED_TAG) :] for tag in tags if tag.startswith(RESTORED_TAG)]
+    if not paths:
+        return None
+    return ["" if path == "/" else path for path in paths]

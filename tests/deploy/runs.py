@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 from uuid import UUID
 
-from prefect_folpipe.deploy.status import restored_paths
+from prefect_folpipe.workflow.names import restored_paths
 
 from .server import PREFECT, PrefectServer, stop_process_group
 
@@ -90,7 +90,10 @@ def task_run_states(
         for run in sorted(runs, key=lambda r: r.start_time or r.expected_start_time or r.created):
             if run.state is not None:
                 latest[run.name] = run.state.name
+                tags[run.name] = tuple(run.tags or ())
         return latest
+
+    tags: dict[str, tuple[str, ...]] = {}
 
     names = list(expected) if isinstance(expected, dict) else []
 
@@ -98,14 +101,16 @@ def task_run_states(
         return found == expected if isinstance(expected, dict) else len(found) >= expected
 
     deadline = time.monotonic() + 30
-    found = expand_restored(with_client(server, read), names)
+    found = expand_restored(with_client(server, read), names, tags)
     while not done(found) and time.monotonic() < deadline:
         time.sleep(1)
-        found = expand_restored(with_client(server, read), names)
+        found = expand_restored(with_client(server, read), names, tags)
     return found
 
 
-def expand_restored(found: dict[str, str], names: list[str]) -> dict[str, str]:
+def expand_restored(
+    found: dict[str, str], names: list[str], tags: dict[str, tuple[str, ...]]
+) -> dict[str, str]:
     """Per task: a subtree restored from checkpoints is one task run named
     ``<where>: a, b (restored from checkpoints)`` (``every task`` for the whole tree, issue
     15); it stands for each task it names (``every task``: each of ``names``). A restore
@@ -113,7 +118,7 @@ def expand_restored(found: dict[str, str], names: list[str]) -> dict[str, str]:
     out: dict[str, str] = {}
     restored: dict[str, str] = {}
     for name, state in found.items():
-        covered = restored_paths(name)  # as `folpipe status` reads the name
+        covered = restored_paths(tags.get(name, ()))  # as `folpipe status` reads its tags
         if covered is None:
             out[name] = state
             continue

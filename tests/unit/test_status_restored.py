@@ -9,6 +9,7 @@ from typing import Any
 from uuid import uuid4
 
 from prefect_folpipe.deploy.status import count_tasks, latest_attempts
+from prefect_folpipe.workflow.names import restored_tag
 
 FLOW = uuid4()
 T0 = datetime(2026, 12, 2, 3, 0)
@@ -19,11 +20,23 @@ def run(name: str, state: str, kind: str, minute: int, flow: Any = FLOW) -> Any:
         id=uuid4(),
         flow_run_id=flow,
         name=name,
+        tags=restore_tags(name),
         state=SimpleNamespace(name=state, type=SimpleNamespace(value=kind)),
         start_time=T0 + timedelta(minutes=minute),
         expected_start_time=None,
         created=None,
     )
+
+
+def restore_tags(name: str) -> list[str]:
+    """The tags the executor gives a restored task run: one per subtree it stands for."""
+    if not name.endswith(" (restored from checkpoints)"):
+        return []
+    where, what = name.removesuffix(" (restored from checkpoints)").split(": ", 1)
+    base = "" if where == "root" else where
+    if what == "every task":
+        return [restored_tag(base)]
+    return [restored_tag(f"{base}/{n}" if base else n) for n in what.split(", ")]
 
 
 def test_a_retry_that_restored_a_task_counts_it_once_as_cached() -> None:
@@ -61,3 +74,15 @@ def test_a_branch_restore_covers_only_its_own_children() -> None:
     ]
     names = {r.name for r in latest_attempts(runs, set())}
     assert names == {"research/marketing", "research: market (restored from checkpoints)"}
+
+
+def test_a_long_range_restore_is_read_from_its_tags_not_its_name() -> None:
+    """A restore of many children names only the ends of the range; its tags name each."""
+    names = [f"research/part{i}" for i in range(6)]
+    runs = [run(name, "Completed", "COMPLETED", 0) for name in names]
+    restore = run(
+        "research: part0 … part5 (6 tasks) (restored from checkpoints)", "Cached", "COMPLETED", 5
+    )
+    restore.tags = [restored_tag(name) for name in names]
+    kept = {r.name for r in latest_attempts([*runs, restore], set())}
+    assert kept == {restore.name}

@@ -5,6 +5,7 @@ restoring finished tasks without a task run each, and the key -> bytes store of 
 from __future__ import annotations
 
 from ._files import SERIALIZER, checkpoint_storage, flow_result_storage
+from ._replay import ReplayMode, Restorer
 from ._restore import CheckpointReader, NotRestorable, RecordingTracker, RestoredPass
 from ._store import StorageFiles, journal_for
 
@@ -13,7 +14,9 @@ __all__ = [
     "CheckpointReader",
     "NotRestorable",
     "RecordingTracker",
+    "ReplayMode",
     "RestoredPass",
+    "Restorer",
     "StorageFiles",
     "checkpoint_storage",
     "flow_result_storage",
