@@ -1,4 +1,4 @@
-"""Graph groups (``depends_on``, spec §2.7), Prefect-free: independent members run in
+"""Graph groups (``depends_on``), Prefect-free: independent members run in
 parallel, each as soon as its upstreams finished; the dependents of a failure are skipped."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Execution types of a branch (spec §2.7, §8), Prefect-free.
+"""Execution types of a branch (docs/format.md), Prefect-free.
 
 Each strategy runs a branch's children as its ``Plan`` node says (waves, the DAG, the loop
 bounds) through an ``Executor`` (the Prefect side supplies it) and returns an ``Outcome``:

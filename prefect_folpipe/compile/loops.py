@@ -1,4 +1,4 @@
-"""Loop groups (``until`` / ``max_iterations``, spec §2.7), Prefect-free: the members' waves
+"""Loop groups (``until`` / ``max_iterations``), Prefect-free: the members' waves
 run once an iteration until the condition holds, each iteration within its timeout."""
 
 from __future__ import annotations

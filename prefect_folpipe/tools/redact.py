@@ -1,4 +1,4 @@
-"""Redaction of tool output (spec §14.3) and of secret values.
+"""Redaction of tool output (docs/tools.md, "Redaction") and of secret values.
 
 * :func:`redact_filenames` replaces sensitive file names (``.env``, ``*.env``, ``*.key``,
   ``*.pem``, ``*.p12``, ``secrets.*``, case-insensitive) found anywhere in a text with
