@@ -14,10 +14,10 @@ import pytest
 REPO = Path(__file__).parent.parent
 SECTION = "\N{SECTION SIGN}"
 FORBIDDEN = {
-    "ARCHITECTURE": "ARCHITECT" + "URE",
+    "the architecture notes": "ARCHITECT" + "URE",
     "a section sign": SECTION,
-    "spec + section": r"\bspec\s*" + SECTION,
-    "the spec's ...": r"\bthe spec" + "'s\\b",
+    "a spec section": r"\bspec\s*" + SECTION,
+    "the possessive spec": r"\bthe spec" + "'s\\b",
     "a folder beside the checkout": r"\.\./+" + "shared",
 }
 
@@ -34,7 +34,7 @@ def offending_lines(text: str) -> list[tuple[int, str, str]]:
     found = []
     for number, line in enumerate(text.splitlines(), 1):
         for what, pattern in FORBIDDEN.items():
-            if re.search(pattern, line, re.IGNORECASE if what.startswith("the spec") else 0):
+            if re.search(pattern, line, re.IGNORECASE if what == "the possessive spec" else 0):
                 found.append((number, what, line.strip()))
     return found
 
@@ -56,7 +56,7 @@ def test_no_tracked_file_cites_an_outside_document() -> None:
 @pytest.mark.parametrize(
     "line",
     [
-        "see ARCHITECTURE" + " notes",
+        "see ARCHIT" + "ECTURE notes",
         "the spec " + SECTION + "2.10 says",
         "as spec" + SECTION + "14.2 allows",
         "(" + SECTION + "8.1)",
