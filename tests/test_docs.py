@@ -111,7 +111,7 @@ def repository_state() -> str | None:
     if shutil.which("git") is None or not (REPO / ".git").exists():
         return None
     done = subprocess.run(
-        ["git", "status", "--porcelain", "--untracked-files=all", "--", *COPIED],
+        ["git", "status", "--porcelain", "--ignored", "--untracked-files=all", "--", *COPIED],
         cwd=REPO,
         capture_output=True,
         text=True,
