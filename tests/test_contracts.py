@@ -1,4 +1,5 @@
-"""ARCHITECTURE §3 contracts exercised end to end, where no narrower test already covers them.
+"""The public contracts (Python API, CLI, run document) exercised end to end, where no
+narrower test already covers them.
 
 One rich workflow runs twice through the Python API (``run_workflow``, then ``folder_to_flow``
 from checkpoints) and once through the CLI with the provider chosen by environment variables.

@@ -135,7 +135,7 @@ def _working_copy(task: Task, context: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def env_of(task: Task, workflow: Workflow) -> dict[str, str]:
-    """The ``_env`` key injected before each agent call (spec §2.4)."""
+    """The ``_env`` key injected before each agent call (docs/format.md, "Outputs")."""
     return {"cwd": str(Path(workflow.root_dir).absolute()), "task_dir": task.rel_dir}
 
 

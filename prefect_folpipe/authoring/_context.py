@@ -31,7 +31,7 @@ class ToolContext:
     * ``ctx.http`` is a synchronous ``httpx.Client`` (for sync tools), ``ctx.ahttp`` an
       ``httpx.AsyncClient`` (for async tools); both are created on first use and closed when
       the task's toolbox closes;
-    * ``ctx.resolve_path(p)`` maps a path into the task's allowed roots (spec §14.2) or raises
+    * ``ctx.resolve_path(p)`` maps a path into the task's allowed roots or raises
       ``SandboxViolation``. The roots are computed when the context is made (the task's start):
       nothing a tool does during the run widens them.
     """

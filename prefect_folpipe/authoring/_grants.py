@@ -1,4 +1,4 @@
-"""File access for Python tools: the allowed roots of spec §14.2.
+"""File access for Python tools: the allowed roots (docs/tools.md, "File access").
 
 A path a tool asks for is resolved against the task folder, symlinks and ``..`` included, and
 must land inside one of:

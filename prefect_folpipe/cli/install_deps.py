@@ -1,4 +1,4 @@
-"""``folpipe install-deps``: install every task's ``dependencies:`` (spec §2.8.1).
+"""``folpipe install-deps``: install every task's ``dependencies:``.
 
 Collected from every enabled task in the tree, deduplicated, installed into the interpreter
 running folpipe with ``uv pip install`` when uv is available, ``pip install`` otherwise.

@@ -73,7 +73,7 @@ def parse_context(value: str | None) -> dict[str, Any]:
 
 
 def install_missing_dependencies(workflow: Workflow) -> None:
-    """Spec §2.8.1: what the tasks declare in ``dependencies:`` is installed before the run
+    """What the tasks declare in ``dependencies:`` is installed before the run
     (only what this interpreter lacks; progress goes to stderr, never into ``--json``)."""
     from ..deploy.dependencies import ensure_installed
 

@@ -165,7 +165,7 @@ def explain_tool(workflow: Workflow, name: str) -> list[ToolVisibility]:
     """For every task (root first, disabled ones included): does it get tool ``name``, and why.
 
     The answer (visible or not) is the loader's resolved tool set; the reason for a missing tool
-    names the scoping rule of spec §2.10 that filtered it out.
+    names the scoping rule (docs/tools.md, "Which tools a task sees") that filtered it out.
     """
     shared = {tool.name for tool in workflow.shared_tools}
     declared_by = tool_declarations(workflow).get(name, [])

@@ -1,4 +1,4 @@
-"""Public API: ``folder_to_flow`` and ``run_workflow`` (ARCHITECTURE §3)."""
+"""Public API: ``folder_to_flow`` and ``run_workflow`` (docs/running.md)."""
 
 from __future__ import annotations
 

@@ -70,7 +70,7 @@ async def limited_tags() -> frozenset[str] | None:
 
 
 class RunTags:
-    """The tags of a run's flow run and task runs (ARCHITECTURE §5), and when they go on."""
+    """The tags of a run's flow run and task runs, and when they go on."""
 
     def __init__(
         self, workflow: Workflow, override: ProviderOverride | None, *, task_tags: bool

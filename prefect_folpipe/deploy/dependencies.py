@@ -2,7 +2,7 @@
 
 ``collect_dependencies`` gathers them from every enabled task, deduplicated;
 ``install_command`` picks ``uv pip install`` when uv is available and ``pip install`` otherwise,
-always into the running interpreter (spec §2.8.1).
+always into the running interpreter.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Safe conditions for ``skip_if`` and ``until`` (ARCHITECTURE §4): never ``eval()``.
+"""Safe conditions for ``skip_if`` and ``until``: never ``eval()``.
 
 Two forms compile to a :class:`Condition`:
 

@@ -1,8 +1,8 @@
 """Workflow folder -> :class:`~prefect_folpipe.workflow.Workflow` (no Prefect here).
 
-``load_workflow(path)`` walks the folder (spec §2.5, §2.7), parses every task.yaml with line
-numbers, applies the config cascade (§5.0), resolves providers (§6.4), expands instruction
-includes and the JSON-output instruction (§2.4), discovers and resolves tools (§2.8-2.10) and
+``load_workflow(path)`` walks the folder, parses every task.yaml with line
+numbers, applies the config cascade, resolves providers, expands instruction
+includes and the JSON-output instruction, discovers and resolves tools and
 hooks, and hashes each task's content. :func:`load` never raises for author mistakes: it
 returns what it could build with every diagnostic found while reading. The rules that look at
 the whole tree, and ``load_workflow``, are in ``validate/``.

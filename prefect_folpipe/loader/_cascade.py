@@ -1,4 +1,4 @@
-"""Config cascade (spec §5.0): settings, ``agent:``, ``retry_on``, security and provider blocks
+"""Config cascade: settings, ``agent:``, ``retry_on``, security and provider blocks
 (resolved in ``_providers``).
 
 Merge rules: scalars child wins, lists replace, dicts deep-merge (child keys win). Only keys a

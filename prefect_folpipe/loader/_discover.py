@@ -1,4 +1,4 @@
-r"""Folder walk (spec §2.5, §2.7): task identity, children, ordering, names and paths.
+r"""Folder walk: task identity, children, ordering, names and paths.
 
 * A folder is a task when it holds ``instructions.md``, ``task.yaml``, ``SKILL.md`` (front-matter
   = task.yaml fields, body = instructions) or ``subtasks/``. Under ``subtasks/`` other folders

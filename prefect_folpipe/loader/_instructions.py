@@ -1,4 +1,4 @@
-"""Instructions: ``{% include "name" %}`` snippets and the injected JSON-output text (§2.4).
+"""Instructions: ``{% include "name" %}`` snippets and the injected JSON-output text.
 
 Snippet ``name`` is ``shared/instructions/<name>.md``; snippets may include snippets. Unknown
 names, malformed directives and cycles are diagnostics at the directive's line.
@@ -34,7 +34,7 @@ def asks_for_json(text: str) -> bool:
 
 
 def output_instruction(output: list[str] | dict[str, str | None] | None) -> str | None:
-    """The exact text spec §2.4 injects for a declared output (None when none is declared)."""
+    """The exact text injected for a declared output (None when none is declared)."""
     if not output:
         return None
     if isinstance(output, list):

@@ -1,4 +1,4 @@
-"""Provider resolution (spec §6.4, as folpipe 0.1.8 reads provider blocks).
+"""Provider resolution (as folpipe 0.1.8 reads provider blocks).
 
 Any task.yaml may hold a ``providers:`` block; it applies to that task's subtree:
 

@@ -1,4 +1,4 @@
-"""A task's tools and hooks: its own, the shared ones, and what it inherits (spec §2.8-2.10)."""
+"""A task's tools and hooks: its own, the shared ones, and what it inherits."""
 
 from __future__ import annotations
 
@@ -82,7 +82,7 @@ def shared_tools(
 def resolved_tools(
     lineage: Lineage, shared: tuple[ToolSpec, ...]
 ) -> tuple[tuple[ToolSpec, ...], list[Diagnostic]]:
-    """The task's tool set after inheritance and scoping (spec §2.10)."""
+    """The task's tool set after inheritance and scoping (docs/tools.md)."""
     if (
         not shared
         and not any(tools for _, _, tools in lineage)

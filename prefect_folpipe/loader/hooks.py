@@ -1,4 +1,4 @@
-"""Hooks of a task folder, found and checked without running them (spec §2.4).
+"""Hooks of a task folder, found and checked without running them.
 
 ``hooks/pre_run`` and ``hooks/post_run`` (``.py`` or ``.sh``); ``tools.hooks`` runs them.
 """

@@ -1,4 +1,4 @@
-"""Tool inheritance and scoping (spec §2.10): which tools one task can use.
+"""Tool inheritance and scoping (docs/tools.md): which tools one task can use.
 
 For the task at the end of ``lineage`` (root first):
 

@@ -23,7 +23,7 @@ ROOT_LABEL = "root"
 
 
 def tree_to_dict(plan: Plan, path: str = "") -> dict[str, Any]:
-    """One ``folpipe tree --json`` node (ARCHITECTURE §3), children included."""
+    """One ``folpipe tree --json`` node (docs/cli.md), children included."""
     node = plan.node(path)
     task = plan.task(path)
     provider = task.provider

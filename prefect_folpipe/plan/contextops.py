@@ -1,4 +1,4 @@
-"""Context rules of ARCHITECTURE §4 as small pure functions (Prefect-free).
+"""Context rules (docs/running.md, "Context") as small pure functions (Prefect-free).
 
 Context flows vertically: a child gets a copy of its parent's context; the parent merges the
 children's deltas in sibling order. ``_errors`` accumulates (deltas carry only new entries),

@@ -1,4 +1,4 @@
-"""The offline ``scripted`` provider: canned answers from a replies file (ARCHITECTURE §3).
+"""The offline ``scripted`` provider: canned answers from a replies file (docs/providers.md).
 
 ```yaml
 tasks:

@@ -1,4 +1,4 @@
-"""Task hooks (ARCHITECTURE §3 "Hooks"): ``hooks/pre_run`` and ``hooks/post_run``.
+"""Task hooks (docs/tools.md, "Hooks"): ``hooks/pre_run`` and ``hooks/post_run``.
 
 * ``hooks/<stage>.py`` defines ``run(ctx, task)`` (sync or ``async``), or a single
   :class:`Hook` subclass with ``run(self, ctx, task)``. ``ctx.context`` (alias ``ctx.state``)

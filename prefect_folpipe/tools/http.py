@@ -1,4 +1,4 @@
-"""``http`` tools (spec §7.1): one HTTP request per call, declared in tools.md metadata.
+"""``http`` tools: one HTTP request per call, declared in tools.md metadata.
 
 ~~~markdown
 ## get_weather

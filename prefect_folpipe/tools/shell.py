@@ -1,4 +1,4 @@
-"""Shell tools and shell hooks: a sandboxed subprocess (spec §14.1).
+"""Shell tools and shell hooks: a sandboxed subprocess (docs/tools.md, "Shell tools").
 
 * The environment is an **allow-list** copied from the host (PATH, temp dirs, locale, terminal
   and the Windows system variables) plus the tool's arguments, nothing else: no API keys,

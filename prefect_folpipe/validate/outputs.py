@@ -1,4 +1,4 @@
-"""Output names: a task named like a declared output key (ARCHITECTURE §4)."""
+"""Output names: a task named like a declared output key (docs/format.md, "Outputs")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Frozen pydantic models of ``task.yaml`` (spec §5), strict at every level.
+"""Frozen pydantic models of ``task.yaml`` (docs/format.md), strict at every level.
 
 Every model forbids unknown keys, so a typo is an error with a "did you mean" (the loader turns
 pydantic's ``extra_forbidden`` into diagnostic FP103). Fields left out of a file stay unset
@@ -116,7 +116,7 @@ class Settings(StrictModel):
 
 
 class AgentConfig(StrictModel):
-    """Per-task provider override (spec §5.2); deep-merged over the provider block."""
+    """Per-task provider override; deep-merged over the provider block."""
 
     model_config = ConfigDict(frozen=True, extra="allow", populate_by_name=True)
 
@@ -187,7 +187,7 @@ class InputSpec(StrictModel):
 
 
 class SubtasksConfig(StrictModel):
-    """How children run (spec §2.7, §8)."""
+    """How children run (docs/format.md, "Execution types")."""
 
     execution_type: ExecutionType = "parallel"
     order: list[str] | None = None
@@ -212,7 +212,7 @@ class Conditions(StrictModel):
 
 
 class SecurityConfig(StrictModel):
-    """Security opt-outs (spec §14)."""
+    """Security opt-outs."""
 
     allow_sensitive_files: bool = False
     allow_private_network: bool = False

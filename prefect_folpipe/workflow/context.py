@@ -1,4 +1,4 @@
-"""The context rules of the folder format (ARCHITECTURE §4), one home for each.
+"""The context rules of the folder format, one home for each.
 
 * which keys a task sees (``input.required`` + ``input.optional``, or everything);
 * which keys its checkpoint covers (what it sees, or everything when hooks or tools can read

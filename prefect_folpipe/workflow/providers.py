@@ -13,7 +13,7 @@ from typing import Any, Protocol
 BUILTIN_TYPES: tuple[str, ...] = ("anthropic", "openai", "ollama", "scripted", "replay")
 ALIASES: dict[str, str] = {"claude": "anthropic"}
 LEGACY_PREFIXES: tuple[str, ...] = ("agentflow.providers.", "prefect_folpipe.providers.")
-"""``module: agentflow.providers.<name>`` (the spec's original runner) names a built-in."""
+"""``module: agentflow.providers.<name>`` (folpipe 0.1.8's import name) names a built-in."""
 ENTRY_POINT_GROUP = "prefect_folpipe.providers"
 NO_PROVIDER_MESSAGE = "No LLM provider configured. Add a `providers` block to your root task.yaml."
 

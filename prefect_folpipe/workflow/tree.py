@@ -111,7 +111,7 @@ class EffectiveSettings:
 
 @dataclass(frozen=True)
 class ResolvedProvider:
-    """The provider a task uses after resolution (spec §6.4): block name + merged settings."""
+    """The provider a task uses after resolution: block name + merged settings."""
 
     name: str
     """Key of the providers block (``claude``), or the built-in name."""
@@ -200,7 +200,7 @@ class Workflow:
     @cached_property
     def declared_outputs(self) -> frozenset[str]:
         """Every output key some task (enabled or not) declares: the copy of an answer under
-        a task's name never replaces one of these (ARCHITECTURE §4)."""
+        a task's name never replaces one of these."""
         keys: set[str] = set()
         stack = [self.root]
         while stack:

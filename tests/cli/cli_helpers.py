@@ -20,7 +20,7 @@ __all__ = [
 
 
 def cv_pipeline() -> Workflow:
-    """The spec's generate/review loop (§8.1)."""
+    """A generate/review loop (folpipe 0.1.8's cv_pipeline)."""
     generate = make_task("generate_cv", "generate_cv", priority=10)
     review = make_task("review_cv", "review_cv", priority=20)
     root = make_task(

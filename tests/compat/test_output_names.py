@@ -1,4 +1,4 @@
-"""A task named like a declared output key keeps the declared value (ARCHITECTURE §4).
+"""A task named like a declared output key keeps the declared value.
 
 This is also issue 11 point 1 ("a declared output key is clobbered when it equals the task's
 name"), and what kept folpipe 0.1.8's cv_pipeline from writing its PDF.

@@ -1,4 +1,4 @@
-"""`folpipe run` installs the tasks' missing `dependencies:` first (spec §2.8.1)."""
+"""`folpipe run` installs the tasks' missing `dependencies:` first."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Redaction (spec §14.3): sensitive file names in any text, path forms, secret values."""
+"""Redaction: sensitive file names in any text, path forms, secret values."""
 
 from __future__ import annotations
 

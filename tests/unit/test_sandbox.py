@@ -1,4 +1,4 @@
-"""ctx.resolve_path (spec §14.2): allowed roots, symlink grants, and every way out denied."""
+"""ctx.resolve_path: allowed roots, symlink grants, and every way out denied."""
 
 from __future__ import annotations
 

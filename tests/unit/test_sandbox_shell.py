@@ -1,4 +1,4 @@
-"""Shell sandbox (spec §14.1): stripped env, cwd, output cap, process-group kill on cancel."""
+"""Shell sandbox: stripped env, cwd, output cap, process-group kill on cancel."""
 
 from __future__ import annotations
 

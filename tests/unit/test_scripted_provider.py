@@ -1,4 +1,4 @@
-"""The scripted provider: the replies-file format of ARCHITECTURE §3, offline and deterministic."""
+"""The scripted provider: the replies-file format (docs/providers.md), offline and deterministic."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Spec §2.10: own > shared > inherited, scope local, block_tools, whitelist, blacklist, depth."""
+"""Tool scoping: own > shared > inherited, scope local, block_tools, whitelist, blacklist, depth."""
 
 from __future__ import annotations
 
@@ -216,7 +216,7 @@ def test_depth_limit_then_nearest_definition() -> None:
 
 
 def test_intermediate_inherit_settings_do_not_cut_the_chain() -> None:
-    # spec §2.10 walks every ancestor's own tools; only scope/block_tools stop propagation.
+    # inheritance walks every ancestor's own tools; only scope/block_tools stop propagation.
     lineage = [
         ("", cfg(), (spec("x"),)),
         ("mid", cfg(inherit_tools=False, exclude_tools=["x"], inherit_tools_depth=0), ()),

@@ -1,6 +1,6 @@
 """What a run reports (Prefect-free): per-task records, the tracker, and ``RunResult``.
 
-``RunResult.to_json()`` is the ``folpipe run --json`` document of ARCHITECTURE §3.
+``RunResult.to_json()`` is the ``folpipe run --json`` document (docs/running.md).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The text layer of tools.md (spec §7.1): sections, blockquote metadata, parameter lists, code.
+"""The text layer of tools.md: sections, blockquote metadata, parameter lists, code.
 
 ```markdown
 ## get_weather              <- H2 = tool name

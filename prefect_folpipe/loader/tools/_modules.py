@@ -1,4 +1,4 @@
-"""``tools/*.py`` (spec §2.8): ``@tool`` functions of a task's tools folder become ToolSpecs,
+"""``tools/*.py``: ``@tool`` functions of a task's tools folder become ToolSpecs,
 and ``discover_tools`` gives a task's own tools (tools.md + tools/, tools/ wins on a clash).
 
 ``import_tools=True`` imports each module (a run, ``validate --import-tools``);

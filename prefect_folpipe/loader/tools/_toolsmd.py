@@ -1,4 +1,4 @@
-"""tools.md (spec §2.8, §7): each ``## name`` section becomes a ToolSpec.
+"""tools.md: each ``## name`` section becomes a ToolSpec.
 
 Python code blocks are the workflow author's own code. With ``import_tools=True`` (a run,
 ``validate --import-tools``) they are executed to derive argument schemas from the real

@@ -1,4 +1,4 @@
-"""Parallel and sequential groups (spec §2.7, §8), Prefect-free: the members run in waves
+"""Parallel and sequential groups, Prefect-free: the members run in waves
 (a wave's members in parallel, waves in order) and their deltas merge in sibling order."""
 
 from __future__ import annotations
