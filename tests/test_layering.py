@@ -89,7 +89,7 @@ def test_import_linter_contracts_are_kept() -> None:
         ("workflow/tree.py", "from ..compile import build as _upward", "down the pipeline"),
         ("plan/_plan.py", "from ..compile import options as _upward", "down the pipeline"),
         ("loader/_yaml.py", "import prefect as _prefect", "Prefect only in"),
-        ("plan/execution/_graphs.py", "import prefect.states as _prefect_side", "Prefect only in"),
+        ("plan/execution/_graph.py", "import prefect.states as _prefect_side", "Prefect only in"),
         ("agent/loop.py", "import openai as _sdk", "openai only in its adapter"),
         ("validate/_common.py", "from ..loader import _yaml as _private", "private modules"),
         ("compile/executor.py", "from .checkpoints import _restore as _private", "private modules"),

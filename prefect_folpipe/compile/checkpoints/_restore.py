@@ -1,18 +1,11 @@
-"""Restore from checkpoints without a Prefect task run per task (issue 15 point 2).
+"""Reading pass checkpoints back without a Prefect task run (for ``_replay.Restorer``).
 
 A cached pass that goes through Prefect still costs a task run (state events, a storage read
-through a worker thread): a fully cached re-run cost nearly as much as the first run. So
-before a group runs a wave, the executor tries to *restore* each member from checkpoints
-alone: ``executor.CheckpointReplay`` runs the member's subtree with the same strategies
-(``compile.groups``), the same policy (``skip_if``) and the same checkpoint keys (each leaf
-task's own cache policy, so a key change elsewhere applies here too), reading every pass's
-record from the result store instead of starting a task run. The first pass without a
-usable checkpoint (none, expired, ``--fresh``, ``cache: false``, unreadable) stops the replay
-and the member runs as usual; a member whose whole subtree came back is *restored*: its
-records reach the run's tracker exactly as a run would have left them (every pass
-``cached``, ``skip_if`` skips ``skipped``), and its delta merges like any other. The group
-then shows what it restored as **one** task run in state ``Cached`` whose artifact lists
-every task, its checkpoint and where it is stored (``tasks.PrefectTasks.restored``).
+through a worker thread), so a fully cached re-run would cost nearly as much as the first
+run. :class:`CheckpointReader` reads the record a pass would reuse straight from the leaf's
+result store, with the leaf's own cache key (so a key change anywhere applies here too);
+:class:`RecordingTracker` holds what a replayed subtree reports until the whole subtree came
+back, then commits it to the run's tracker exactly as a run would have left it.
 
 Reads go through Prefect's ``ResultStore`` for the leaf's own storage and serializer; a local
 folder is listed once per run, so a miss costs a set lookup (a checkpoint written later in
