@@ -15,7 +15,7 @@ from prefect.states import Failed
 from prefect.utilities.asyncutils import run_coro_as_sync
 
 from ..errors import ConfigError, InfrastructureError, WorkflowFailed
-from ..plan import build_plan
+from ..plan import Plan, build_plan
 from ..plan.contextops import describe_error
 from ..workflow.config import TaskConfig
 from ..workflow.tree import Workflow
@@ -79,15 +79,21 @@ def flow_return(workflow: Workflow, result: RunResult) -> Any:
 
 
 def make_flow(
-    workflow: Workflow, options: RunOptions, sink: list[RunResult] | None = None
+    workflow: Workflow,
+    options: RunOptions,
+    sink: list[RunResult] | None = None,
+    plan: Plan | None = None,
 ) -> WorkflowFlow:
     """The Prefect flow running ``workflow``: parameter ``context``, returns the final context.
 
-    The flow function holds the workflow and options in a ``ProcessLocal`` box: a Dask task
-    runner pickles the flow with every submission, and they stay in this process.
+    The flow function holds the workflow, its plan and the options in a ``ProcessLocal`` box:
+    a Dask task runner pickles the flow with every submission, and they stay in this process.
+    Given a ``plan``, its runners were checked already (``preflight``).
     """
-    Runners(build_plan(workflow)).check()  # FP640 / FP607 now rather than at the first leaf
-    live = ProcessLocal((workflow, options, sink))
+    if plan is None:
+        plan = build_plan(workflow)
+        Runners(plan).check()  # FP640 / FP607 now rather than at the first leaf
+    live = ProcessLocal((workflow, plan, options, sink))
 
     async def folpipe_workflow(
         context: dict[str, Any] | None = None, **inputs: Any
@@ -108,10 +114,10 @@ def make_flow(
 
 
 async def _flow_body(live: ProcessLocal, context: dict[str, Any] | None, inputs: dict) -> Any:
-    workflow, options, sink = live.value
+    workflow, plan, options, sink = live.value
     options = with_run_parameters(options, inputs)
     context = merge_inputs(context, inputs) if inputs else context
-    result = await run_root(workflow, context, options)  # it keeps the run record
+    result = await run_root(workflow, context, options, plan=plan)  # it keeps the run record
     if sink is not None:
         sink.append(result)
     return flow_return(workflow, result)
@@ -132,10 +138,13 @@ def with_run_parameters(options: RunOptions, parameters: dict[str, Any]) -> RunO
 
 
 def not_run(
-    workflow: Workflow, context: Mapping[str, Any] | None, error: BaseException
+    workflow: Workflow,
+    context: Mapping[str, Any] | None,
+    error: BaseException,
+    plan: Plan | None = None,
 ) -> RunResult:
     """The report of a run that never started (every task ``skipped``, ``error`` says why)."""
-    tracker = RunTracker(reported_tasks(build_plan(workflow)))
+    tracker = RunTracker(reported_tasks(plan or build_plan(workflow)))
     rows = tracker.rows()
     for row in rows:
         row["error"] = row["error"] or f"not run: {error}"
@@ -169,17 +178,18 @@ async def arun_workflow(
     """Async ``run_workflow``; ``kwargs`` are ``RunOptions`` fields (provider, replies, fresh)."""
     options = options or RunOptions(**kwargs)
     workflow = path if isinstance(path, Workflow) else load(path)
+    plan = build_plan(workflow)  # once per run: preflight, the flow and the run all read it
     try:
-        await preflight(workflow, options)
+        await preflight(workflow, options, plan)
     except ConfigError as exc:
         return RunResult("failed", dict(context or {}), [], workflow=workflow.name, error=exc)
     if FlowRunContext.get() is None:
         try:
             await asyncio.to_thread(ensure_api)
         except InfrastructureError as exc:  # FP523: the temporary server did not start
-            return not_run(workflow, context, exc)
+            return not_run(workflow, context, exc, plan)
     sink: list[RunResult] = []
-    flow = make_flow(workflow, options, sink)
+    flow = make_flow(workflow, options, sink, plan)
     guard_temporary_server()
     try:
         state = await flow(context=dict(context or {}), return_state=True)
@@ -190,7 +200,7 @@ async def arun_workflow(
         if sink:  # the run itself ended; Prefect could not record its end
             LOG.warning("the run ended, but Prefect could not record it: %s", failure)
             return sink[-1]
-        return not_run(workflow, context, failure)
+        return not_run(workflow, context, failure, plan)
     if sink:
         return sink[-1]
     error = await state.aresult(raise_on_failure=False)

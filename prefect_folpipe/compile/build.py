@@ -144,9 +144,9 @@ def _target(workflow: Workflow, options: RunOptions) -> Task:
     return workflow.find(options.only) if options.only else workflow.root
 
 
-async def preflight(workflow: Workflow, options: RunOptions) -> None:
+async def preflight(workflow: Workflow, options: RunOptions, plan: Plan) -> None:
     """Raise ``ConfigError`` before a flow run exists when a provider or runner cannot work."""
-    Runners(build_plan(workflow)).check()
+    Runners(plan).check()
     services = ModelServices(workflow, RunSpec.of(workflow, options))
     try:
         await check_providers(services, list(_target(workflow, options).walk()))
@@ -155,7 +155,11 @@ async def preflight(workflow: Workflow, options: RunOptions) -> None:
 
 
 async def run_root(
-    workflow: Workflow, context: Mapping[str, Any] | None, options: RunOptions | None = None
+    workflow: Workflow,
+    context: Mapping[str, Any] | None,
+    options: RunOptions | None = None,
+    *,
+    plan: Plan | None = None,
 ) -> RunResult:
     """Execute ``workflow`` inside the current (existing) flow run and report it.
 
@@ -165,15 +169,15 @@ async def run_root(
     alive when it starts stay out of garbage-collection passes until it ends (``workflow.heap``).
     """
     with older_objects_set_aside():
-        return await _run_root(workflow, context, options or RunOptions())
+        return await _run_root(workflow, context, options or RunOptions(), plan)
 
 
 async def _run_root(
-    workflow: Workflow, context: Mapping[str, Any] | None, options: RunOptions
+    workflow: Workflow, context: Mapping[str, Any] | None, options: RunOptions, plan: Plan | None
 ) -> RunResult:
     WRITER.touch()
     SETTLE.arm()
-    run = WorkflowRun(workflow, options)
+    run = WorkflowRun(workflow, options, plan)
     flow_run_id, _ = await asyncio.gather(_tag_flow_run(run.tags.of()), run.tags.read_limits())
     record = await _start_record(workflow, context, options, flow_run_id)
     if record is not None:

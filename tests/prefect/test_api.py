@@ -87,3 +87,30 @@ def test_graph_dependencies_are_real_upstream_edges_in_prefect(make_workflow, ru
         str(item.id) for items in by_name["report"].task_inputs.values() for item in items
     }
     assert str(by_name["fetch"].id) in upstream_ids
+
+
+def test_a_run_builds_its_plan_once_and_checks_its_runners_once(
+    make_workflow, run, monkeypatch
+) -> None:
+    """preflight, the flow and the run all read the one plan ``run_workflow`` built."""
+    from prefect_folpipe.compile import api, build, runner
+
+    built: list[str] = []
+    checked: list[int] = []
+    real_build, real_check = api.build_plan, runner.Runners.check
+
+    def counting_build(workflow: Any) -> Any:
+        built.append(workflow.name)
+        return real_build(workflow)
+
+    def counting_check(self: Any) -> None:
+        checked.append(1)
+        real_check(self)
+
+    for module in (api, build):
+        monkeypatch.setattr(module, "build_plan", counting_build)
+    monkeypatch.setattr(runner.Runners, "check", counting_check)
+    result = run(make_workflow(_two_leaves()))
+    assert result.status == "completed"
+    assert built == ["api-wf"]
+    assert checked == [1]
