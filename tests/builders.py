@@ -86,7 +86,7 @@ def make_task(
     )
 
 
-def make_workflow(
+def workflow_around(
     root: Task, root_dir: Path = ROOT, *, providers: dict[str, Any] | None = None
 ) -> Workflow:
     """A workflow around ``root`` (its config gets a ``providers`` block when given)."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from builders import ROOT, make_task, make_tool, make_workflow
+from builders import ROOT, make_task, make_tool, workflow_around
 
 from prefect_folpipe.workflow import EffectiveSettings, Workflow
 
@@ -15,7 +15,7 @@ __all__ = [
     "graph_workflow",
     "make_task",
     "make_tool",
-    "make_workflow",
+    "workflow_around",
 ]
 
 
@@ -37,7 +37,7 @@ def cv_pipeline() -> Workflow:
             }
         },
     )
-    return make_workflow(root)
+    return workflow_around(root)
 
 
 def graph_workflow() -> Workflow:
@@ -55,7 +55,7 @@ def graph_workflow() -> Workflow:
         config={"subtasks": {"execution_type": "graph"}},
         settings=EffectiveSettings(parallel_workers=2),
     )
-    return make_workflow(root)
+    return workflow_around(root)
 
 
 CLI_FIXTURES = Path(__file__).parent.parent / "fixtures" / "cli"

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from builders import make_task, make_workflow, scripted_provider
+from builders import make_task, scripted_provider, workflow_around
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -217,7 +217,7 @@ def test_model_answers_end_in_a_clean_outcome_or_a_code(answers: list[str], type
         provider=scripted_provider(),
         config={"output": output, "settings": {"output_retries": 1}},
     )
-    workflow = make_workflow(make_task("root", "", children=[task]))
+    workflow = workflow_around(make_task("root", "", children=[task]))
     provider = ScriptedProvider({"tasks": {"t": answers}})
     try:
         outcome = asyncio.run(run_task(task, workflow, {}, provider=provider))

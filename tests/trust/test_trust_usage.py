@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from builders import make_task, make_workflow, scripted_provider
+from builders import make_task, scripted_provider, workflow_around
 from providers.wire import Failure, OpenAIWire, Reply
 from pytest_httpserver import HTTPServer
 
@@ -19,7 +19,7 @@ from prefect_folpipe.providers.scripted import ScriptedProvider
 
 async def test_a_failed_call_is_counted_by_the_ledger_without_tokens() -> None:
     task = make_task("flaky", provider=scripted_provider())
-    workflow = make_workflow(make_task("root", "", children=[task]))
+    workflow = workflow_around(make_task("root", "", children=[task]))
     ledger = BudgetLedger(workflow)
     provider = ScriptedProvider({"tasks": {"flaky": [{"error": "server_error"}, "fine"]}})
     agent = AgentPass(task=task, provider=provider, system="s", user_message="u", ledger=ledger)
@@ -36,8 +36,8 @@ async def test_a_failed_call_is_counted_by_the_ledger_without_tokens() -> None:
 
 
 @pytest.mark.prefect
-def test_retried_and_failed_attempts_are_reported(make_workflow, run) -> None:
-    wf = make_workflow(
+def test_retried_and_failed_attempts_are_reported(workflow_around, run) -> None:
+    wf = workflow_around(
         {
             "task.yaml": {"settings": {"retry_delay_seconds": 0}},
             "subtasks/flaky/instructions.md": "Go.",
@@ -81,13 +81,13 @@ def openai_wire() -> Iterator[OpenAIWire]:
 
 @pytest.mark.prefect
 def test_real_sdk_errors_count_as_model_calls(
-    make_workflow, run, openai_wire: OpenAIWire, monkeypatch: pytest.MonkeyPatch
+    workflow_around, run, openai_wire: OpenAIWire, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("FOLPIPE_TEST_KEY", "sk-test-usage-0123456789")
     openai_wire.add(
         Failure(500, "overloaded"), Failure(429, "slow down"), Reply("ok", usage=(10, 5, 0, 0))
     )
-    wf: Path = make_workflow(
+    wf: Path = workflow_around(
         {
             "task.yaml": {
                 "providers": {

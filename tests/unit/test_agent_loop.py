@@ -168,12 +168,12 @@ async def test_ledger_is_checked_before_and_charged_after_each_call(tmp_path: Pa
 
 
 async def test_the_real_budget_ledger_plugs_in(tmp_path: Path) -> None:
-    from builders import make_workflow
+    from builders import workflow_around
 
     from prefect_folpipe.agent.budget import BudgetLedger
 
     task = make_task("t", folder=tmp_path, settings={"token_budget": 10**6})
-    ledger = BudgetLedger(make_workflow(task, tmp_path))
+    ledger = BudgetLedger(workflow_around(task, tmp_path))
     pass_ = AgentPass(
         task=task,
         provider=ScriptedProvider({"default": "done"}),

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from builders import make_task, make_workflow, scripted_provider
+from builders import make_task, scripted_provider, workflow_around
 
 from prefect_folpipe.agent import TaskOutcome, run_task
 from prefect_folpipe.errors import ConfigError, MissingInputError, ProviderError
@@ -23,7 +23,7 @@ def sent_input(outcome: TaskOutcome) -> dict:
 
 
 async def run(task, tmp_path: Path, context, replies=ECHO, **kwargs) -> TaskOutcome:
-    workflow = make_workflow(task, tmp_path)
+    workflow = workflow_around(task, tmp_path)
     return await run_task(task, workflow, context, provider=ScriptedProvider(replies), **kwargs)
 
 
@@ -99,16 +99,16 @@ async def test_final_phase_sees_children_outputs_through_scoping(tmp_path: Path)
 
 async def test_task_without_instructions_makes_no_model_call(tmp_path: Path) -> None:
     task = make_task("branch", folder=tmp_path, instructions=None)
-    outcome = await run_task(task, make_workflow(task, tmp_path), {"a": 1}, provider=None)
+    outcome = await run_task(task, workflow_around(task, tmp_path), {"a": 1}, provider=None)
     assert outcome.delta == {} and outcome.model_calls == 0
 
 
 async def test_agent_task_without_provider_is_the_no_provider_error(tmp_path: Path) -> None:
     task = make_task("t", folder=tmp_path)
     with pytest.raises(ConfigError, match="No LLM provider configured"):
-        await run_task(task, make_workflow(task, tmp_path), {}, provider=None)
+        await run_task(task, workflow_around(task, tmp_path), {}, provider=None)
     with pytest.raises(ConfigError) as info:
-        ProviderPool(make_workflow(task, tmp_path)).for_task(task)
+        ProviderPool(workflow_around(task, tmp_path)).for_task(task)
     assert str(info.value) == NO_PROVIDER_MESSAGE
 
 
@@ -116,7 +116,7 @@ async def test_agent_task_without_provider_is_the_no_provider_error(tmp_path: Pa
 async def test_provider_errors_fail_the_task_with_their_class(tmp_path: Path, kind: str) -> None:
     (tmp_path / "replies.yaml").write_text(f"tasks: {{t: [{{error: {kind}}}, fine]}}\n")
     task = make_task("t", folder=tmp_path / "t", provider=scripted_provider())
-    pool = ProviderPool(make_workflow(task, tmp_path))
+    pool = ProviderPool(workflow_around(task, tmp_path))
     provider = pool.for_task(task)
     with pytest.raises(ProviderError) as info:
         await run_task(task, pool.workflow, {}, provider=provider)
@@ -141,7 +141,7 @@ async def test_iteration_and_model_settings_reach_the_request(tmp_path: Path) ->
         provider=scripted_provider(model="m-1", temperature=0.2, max_tokens=50),
     )
     spy = Spy({"default": {"output": {"n": 1}}})
-    await run_task(task, make_workflow(task, tmp_path), {}, provider=spy, iteration=3)
+    await run_task(task, workflow_around(task, tmp_path), {}, provider=spy, iteration=3)
     request = seen[0]
     assert (request.iteration, request.model, request.temperature, request.max_tokens) == (
         3,
@@ -162,4 +162,4 @@ def test_bad_phase_is_rejected(tmp_path: Path) -> None:
 
     task = make_task("t", folder=tmp_path)
     with pytest.raises(ValueError, match="phase"):
-        asyncio.run(run_task(task, make_workflow(task, tmp_path), {}, provider=None, phase="x"))
+        asyncio.run(run_task(task, workflow_around(task, tmp_path), {}, provider=None, phase="x"))

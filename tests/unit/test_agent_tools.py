@@ -214,7 +214,7 @@ async def test_post_run_sees_the_output_and_may_change_it(workflow_dir: Path) ->
 
 
 async def test_a_task_without_instructions_only_runs_its_hooks(tmp_path: Path) -> None:
-    from builders import make_task, make_workflow
+    from builders import make_task, workflow_around
 
     hooks = tmp_path / "hooks"
     hooks.mkdir(parents=True)
@@ -222,6 +222,6 @@ async def test_a_task_without_instructions_only_runs_its_hooks(tmp_path: Path) -
     task = make_task(
         "branch", folder=tmp_path, instructions=None, hooks={"pre_run": hooks / "pre_run.sh"}
     )
-    outcome = await run_task(task, make_workflow(task, tmp_path), {"a": 1}, provider=None)
+    outcome = await run_task(task, workflow_around(task, tmp_path), {"a": 1}, provider=None)
     assert outcome.delta == {"from_shell": "yes"}
     assert outcome.model_calls == 0

@@ -10,10 +10,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
-from builders import make_task, make_workflow
+from builders import make_task, workflow_around
 
 from prefect_folpipe.plan._plan import build_plan
-from prefect_folpipe.plan.execution import _loops as loops
+from prefect_folpipe.plan.execution import _loop as loops
 from prefect_folpipe.plan.execution import run_group
 from prefect_folpipe.plan.execution._outcome import Outcome, Scope
 from prefect_folpipe.plan.execution._policy import ChildPolicy
@@ -63,7 +63,7 @@ def test_a_slow_until_ends_with_its_iteration_timeout(monkeypatch) -> None:
             }
         },
     )
-    plan = build_plan(make_workflow(loop))
+    plan = build_plan(workflow_around(loop))
     started = time.monotonic()
     outcome = asyncio.run(run_group(plan, loop, {}, Executor(), Scope()))
     assert time.monotonic() - started < SLOW_S  # the wait ended at the iteration's timeout

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from builders import make_task, make_workflow, scripted_provider
+from builders import make_task, scripted_provider, workflow_around
 
 from prefect_folpipe.errors import ConfigError
 from prefect_folpipe.providers import ModelRequest, UserMessage
@@ -76,7 +76,7 @@ async def test_builtin_scripted_block_reads_replies_relative_to_the_workflow_roo
 ) -> None:
     replies(tmp_path, "tasks: {child: [from-block]}\n")
     task = make_task("child", folder=tmp_path / "sub", provider=scripted_provider("replies.yaml"))
-    pool = ProviderPool(make_workflow(task, tmp_path))
+    pool = ProviderPool(workflow_around(task, tmp_path))
     provider = pool.for_task(task)
     assert isinstance(provider, ScriptedProvider)
     assert (await provider.complete(ask(task))).text == "from-block"
@@ -87,7 +87,7 @@ async def test_builtin_scripted_block_reads_replies_relative_to_the_workflow_roo
 def test_no_provider_configured_is_the_exact_config_error(tmp_path: Path) -> None:
     task = make_task("lonely", folder=tmp_path)
     with pytest.raises(ConfigError) as info:
-        ProviderPool(make_workflow(task, tmp_path)).for_task(task)
+        ProviderPool(workflow_around(task, tmp_path)).for_task(task)
     assert str(info.value) == NO_PROVIDER_MESSAGE
     assert info.value.code == "FP300"
 
@@ -97,7 +97,7 @@ async def test_override_replaces_every_tasks_provider(tmp_path: Path) -> None:
     claude = ResolvedProvider("claude", "anthropic", ProviderConfig(model="claude-x"))
     a = make_task("a", folder=tmp_path / "a", provider=claude)
     b = make_task("b", folder=tmp_path / "b", provider=None)
-    pool = ProviderPool(make_workflow(a, tmp_path), ProviderOverride("scripted", file))
+    pool = ProviderPool(workflow_around(a, tmp_path), ProviderOverride("scripted", file))
     pa, pb = pool.for_task(a), pool.for_task(b)
     assert pa is pb and isinstance(pa, ScriptedProvider)
     assert (await pa.complete(ask(a))).text == "alpha"
@@ -107,7 +107,7 @@ async def test_override_replaces_every_tasks_provider(tmp_path: Path) -> None:
 async def test_override_without_replies_uses_the_workflows_scripted_block(tmp_path: Path) -> None:
     replies(tmp_path, "default: shipped\n")
     task = make_task("t", folder=tmp_path / "t", provider=None)
-    workflow = make_workflow(
+    workflow = workflow_around(
         task, tmp_path, providers={"default": "scripted", "scripted": {"replies": "replies.yaml"}}
     )
     provider = ProviderPool(workflow, ProviderOverride("scripted")).for_task(task)
@@ -131,7 +131,7 @@ async def test_module_provider_gets_the_blocks_settings_including_extra_keys(
         {"module": custom_module, "model": "my-model-v1", "custom_param": "value", "zeta": 1}
     )
     task = make_task("t", folder=tmp_path, provider=ResolvedProvider("my_custom", "custom", config))
-    provider = ProviderPool(make_workflow(task, tmp_path)).for_task(task)
+    provider = ProviderPool(workflow_around(task, tmp_path)).for_task(task)
     assert (await provider.complete(ask(task))).text == "my-model-v1:value:['zeta']"
 
 
@@ -189,7 +189,7 @@ def test_entry_point_providers_are_found(
     # how the loader resolves a block `mine: {type: echomodel, model: m}`
     block = ProviderConfig(type="echomodel", model="m")
     task = make_task("t", folder=tmp_path, provider=ResolvedProvider("mine", "custom", block))
-    provider = ProviderPool(make_workflow(task, tmp_path)).for_task(task)
+    provider = ProviderPool(workflow_around(task, tmp_path)).for_task(task)
     assert type(provider).__name__ == "EchoModelProvider" and provider.model == "m"
 
 
@@ -204,7 +204,7 @@ async def test_call_guard_wraps_every_model_call(tmp_path: Path) -> None:
         yield
         entered.append(f"out:{t.path}")
 
-    pool = ProviderPool(make_workflow(task, tmp_path), call_guard=guard)
+    pool = ProviderPool(workflow_around(task, tmp_path), call_guard=guard)
     provider = pool.for_task(task)
     assert provider.name == "scripted"
     assert (await provider.complete(ask(task))).text == "hello"
@@ -217,7 +217,7 @@ def test_pool_keeps_the_seams_it_does_not_use_yet(tmp_path: Path) -> None:
     def resolver(name: str) -> str:
         return name
 
-    pool = ProviderPool(make_workflow(task, tmp_path), secret_resolver=resolver, record=tmp_path)
+    pool = ProviderPool(workflow_around(task, tmp_path), secret_resolver=resolver, record=tmp_path)
     assert pool.secret_resolver is resolver and pool.record == tmp_path
 
 
@@ -226,7 +226,7 @@ async def test_pool_and_scripted_provider_pickle(tmp_path: Path) -> None:
 
     replies(tmp_path, "default: [one, two]\n")
     task = make_task("t", folder=tmp_path / "t", provider=scripted_provider())
-    pool = ProviderPool(make_workflow(task, tmp_path))
+    pool = ProviderPool(workflow_around(task, tmp_path))
     provider = pool.for_task(task)
     assert (await provider.complete(ask(task))).text == "one"
     copied = pickle.loads(pickle.dumps(provider))

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from builders import make_task, make_workflow
+from builders import make_task, workflow_around
 
 from prefect_folpipe.compile.options import RunOptions
 from prefect_folpipe.compile.report._records import RunResult, RunTracker
@@ -28,7 +28,7 @@ from prefect_folpipe.errors import ProviderError
 
 def _workflow(tmp_path: Path) -> Any:
     leaf = make_task("draft", "draft")
-    return make_workflow(make_task("wf", "", instructions=None, children=[leaf]), tmp_path)
+    return workflow_around(make_task("wf", "", instructions=None, children=[leaf]), tmp_path)
 
 
 def _result(status: str) -> RunResult:
