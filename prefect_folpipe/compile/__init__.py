@@ -1,8 +1,7 @@
-"""compile: plan a loaded workflow (``plan``, Prefect-free), then build and run it on Prefect.
+"""compile: build a run's Prefect objects from its plan, and run them.
 
-``plan``, ``views`` and the other pure modules never import Prefect; ``build``, ``api``,
-``leaf``, ``tasks``, ``executor`` and ``dask`` do, so the public names are re-exported lazily
-and ``import prefect_folpipe.plan._plan`` stays cheap.
+Importing ``prefect_folpipe.compile`` does not import Prefect: the public names are
+re-exported lazily from the modules that do (``api``, ``build``, ``report``, ``options``).
 """
 
 from __future__ import annotations
