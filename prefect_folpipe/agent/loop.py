@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from ..errors import MaxTurnsExceeded, OutputValidationError, ProviderError
+from ..errors import ConfigError, MaxTurnsExceeded, OutputValidationError, ProviderError
 from ..messages import (
     AssistantMessage,
     Message,
@@ -203,6 +203,8 @@ async def _call_model(
         await _maybe_await(agent.ledger.before_call(agent.task))
     try:
         response = await agent.provider.complete(request)
+    except ConfigError:  # no API key, no SDK, no model: the call was never made
+        raise
     except Exception:
         # an attempt that failed (auth, rate limit, server error, ...) is still a model call:
         # counted, with no tokens (the provider reported none)

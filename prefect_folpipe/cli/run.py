@@ -191,6 +191,11 @@ def _run(
     run_workflow: Any, workflow: Workflow, context: dict[str, Any], options: Any, as_json: bool
 ) -> Any:
     console = get_console()
+    from ..compile.api import missing_sdk_result
+
+    refused = missing_sdk_result(workflow, context, options)
+    if refused is not None:  # FP321: refused before a server or a flow run exists
+        return refused
     failure = start_api()
     if failure is not None:  # FP523: the run never started
         from ..compile.api import not_run

@@ -17,7 +17,7 @@ from prefect.utilities.asyncutils import run_coro_as_sync
 from ..errors import ConfigError, InfrastructureError, WorkflowFailed
 from ..workflow.config import TaskConfig
 from ..workflow.tree import Workflow
-from .build import preflight, run_root
+from .build import check_run_sdks, preflight, run_root
 from .checkpoints import flow_result_storage
 from .contextops import describe_error
 from .ephemeral import guard_temporary_server
@@ -142,6 +142,18 @@ def not_run(
     for row in rows:
         row["error"] = row["error"] or f"not run: {error}"
     return RunResult("failed", dict(context or {}), rows, workflow=workflow.name, error=error)
+
+
+def missing_sdk_result(
+    workflow: Workflow, context: Mapping[str, Any] | None, options: RunOptions
+) -> RunResult | None:
+    """The failed report of a run refused for a missing SDK (FP321), before any server
+    starts; ``None`` when every SDK the run needs can be imported."""
+    try:
+        check_run_sdks(workflow, options)
+    except ConfigError as exc:
+        return RunResult("failed", dict(context or {}), [], workflow=workflow.name, error=exc)
+    return None
 
 
 def folder_to_flow(

@@ -22,6 +22,7 @@ from ..agent import run_task
 from ..errors import ConfigError, MissingInputError, ProviderError, RunInterrupted
 from ..workflow.heap import older_objects_set_aside
 from ..workflow.names import slug
+from ..workflow.sdks import check_sdks
 from ..workflow.tree import Task, Workflow
 from . import artifacts
 from .approval import ApprovalGates
@@ -39,7 +40,7 @@ from .recovery import settle_crashed_runs
 from .report import RunResult, RunTracker, reported_tasks
 from .runner import Runners
 from .runs import RunRecord
-from .runtime import ModelServices, RunSpec, Services
+from .runtime import ModelServices, RunSpec, Services, override_of
 from .scope import CheckpointScope
 from .server import SETTLE
 from .tags import RunTags
@@ -135,8 +136,17 @@ def _target(workflow: Workflow, options: RunOptions) -> Task:
     return workflow.find(options.only) if options.only else workflow.root
 
 
+def check_run_sdks(workflow: Workflow, options: RunOptions) -> None:
+    """FP321 when a task of this run needs a model / MCP SDK this interpreter cannot import
+    (found without importing it: nothing has started yet)."""
+    override = override_of(options)
+    tasks = _target(workflow, options).walk()
+    check_sdks(workflow, tasks, override.name if override is not None else None)
+
+
 async def preflight(workflow: Workflow, options: RunOptions) -> None:
     """Raise ``ConfigError`` before a flow run exists when a provider or runner cannot work."""
+    check_run_sdks(workflow, options)
     Runners(build_plan(workflow)).check()
     services = ModelServices(workflow, RunSpec.of(workflow, options))
     try:
