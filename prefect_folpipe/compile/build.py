@@ -27,6 +27,7 @@ from ..workflow.tree import Task, Workflow
 from . import artifacts
 from .approval import ApprovalGates
 from .background import END_HOLD_S, WRITER
+from .consolelog import prefix_every_line
 from .contextops import child_context, describe_error, merge_delta, plain, seed_context
 from .costs import cost_report
 from .executor import LOG, TreeExecutor
@@ -174,6 +175,7 @@ async def _run_root(
 ) -> RunResult:
     WRITER.touch()
     SETTLE.arm()
+    prefix_every_line()  # the task logs' joined lines, each with its prefix on a terminal
     run = WorkflowRun(workflow, options)
     flow_run_id, _ = await asyncio.gather(_tag_flow_run(run.tags.of()), run.tags.read_limits())
     record = await _start_record(workflow, context, options, flow_run_id)
