@@ -21,6 +21,7 @@ from ..errors import ConfigError, FolpipeError, InfrastructureError
 from ..workflow.jsondata import check_plain, load_yaml
 from ..workflow.jsondata import loads as strict_json
 from ..workflow.tree import Workflow
+from ..workflow.wording import plural
 from ._approve import parse_approvals, terminal_approver
 from ._interrupts import interruptions
 from ._render import (
@@ -277,7 +278,7 @@ def _print_outcome(console: Any, result: Any) -> None:
     replayed = usage.get("replayed_calls") or 0
     costs = getattr(result, "costs", None)
     console.print(
-        f"{usage['model_calls']} model call(s)"
+        plural(usage["model_calls"], "model call")
         + (f" + {replayed} replayed from the journal" if replayed else "")
         + f", {usage['input_tokens']} in / {usage['output_tokens']} out tokens"
         + (f" · ${costs.total_usd:.4f}" if costs is not None else "")

@@ -16,6 +16,7 @@ from typing import Any
 
 from ..workflow.names import slug
 from ..workflow.tree import Task
+from ..workflow.wording import plural
 from .background import WRITER
 
 LOG = logging.getLogger("prefect_folpipe.compile")
@@ -78,8 +79,9 @@ def render_task(task: Task, label: str, payload: Mapping[str, Any]) -> str:
         f"# {label}",
         "",
         f"provider `{payload.get('provider') or '-'}` · model `{payload.get('model') or '-'}` · "
-        f"{payload.get('model_calls', 0)} model call(s){replay_note} · "
-        f"{payload.get('tool_calls', 0)} tool call(s) · {usage.get('input_tokens', 0)} in / "
+        f"{plural(payload.get('model_calls', 0), 'model call')}{replay_note} · "
+        f"{plural(payload.get('tool_calls', 0), 'tool call')} · "
+        f"{usage.get('input_tokens', 0)} in / "
         f"{usage.get('output_tokens', 0)} out tokens",
         "",
         "## Instructions as sent",
@@ -105,8 +107,8 @@ def render_failed_task(task: Task, label: str, error: BaseException, attempt: in
         f"# {label}: failed",
         "",
         f"attempt {attempt} · model `{report.get('model') or '-'}` · "
-        f"{report.get('model_calls', 0)} model call(s) · {report.get('tool_calls', 0)} "
-        "tool call(s)",
+        f"{plural(report.get('model_calls', 0), 'model call')} · "
+        f"{plural(report.get('tool_calls', 0), 'tool call')}",
         "",
         "## Error",
         _fenced(describe_error(error), ""),
@@ -238,7 +240,7 @@ def render_restored(label: str, entries: Sequence[Any]) -> str:
     lines = [
         f"# {label}",
         "",
-        f"{len(cached)} pass(es) restored from their checkpoints without running; "
+        f"{plural(len(cached), 'pass')} restored from their checkpoints without running; "
         f"{len(entries) - len(cached)} skipped by `skip_if`, as in the run that wrote them.",
         "",
         "| task | status | checkpoint | stored at |",
@@ -262,7 +264,7 @@ def queue_restored_artifact(
 ) -> None:
     """Queue the markdown artifact of a run restoring tasks of ``group`` from checkpoints."""
     key = slug(f"{workflow_name}-{group or 'root'}-restored", limit=90)
-    description = f"folpipe: {len(entries)} task(s) restored from checkpoints"
+    description = f"folpipe: {plural(len(entries), 'task')} restored from checkpoints"
     _submit(key, "markdown", description, lambda: render_restored(label, entries), _task_run_id())
 
 

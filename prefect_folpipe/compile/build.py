@@ -24,6 +24,7 @@ from ..workflow.heap import older_objects_set_aside
 from ..workflow.names import slug
 from ..workflow.sdks import check_sdks
 from ..workflow.tree import Task, Workflow
+from ..workflow.wording import noun
 from . import artifacts
 from .approval import ApprovalGates
 from .background import END_HOLD_S, WRITER
@@ -293,7 +294,8 @@ def check_root_inputs(target: Task, context: Mapping[str, Any]) -> None:
     missing = [key for key in target.config.input.required if key not in context]
     if missing:
         raise MissingInputError(
-            f"the workflow's required input(s) {', '.join(map(repr, missing))} were not given",
+            f"the workflow's required {noun(len(missing), 'input')} "
+            f"{', '.join(map(repr, missing))} {noun(len(missing), 'was')} not given",
             hint="pass them as parameters (--param / the deployment form), in --context, "
             "or give defaults in the root task.yaml `context:`",
         )

@@ -15,6 +15,7 @@ from prefect.states import Completed
 
 from ..workflow.names import slug
 from ..workflow.tree import Task
+from ..workflow.wording import plural
 from . import artifacts
 from .background import WRITER
 from .checkpoints import checkpoint_storage, flow_result_storage
@@ -153,5 +154,5 @@ async def show_restored(
     if spec is None or spec.artifacts == "all":
         artifacts.queue_restored_artifact(workflow_name, group, label, restored)
     cached = sum(1 for entry in restored if entry.status == "cached")
-    message = f"{cached} pass(es) restored from checkpoints, nothing ran"
+    message = f"{plural(cached, 'pass')} restored from checkpoints, nothing ran"
     return Completed(name="Cached", message=message)

@@ -50,7 +50,7 @@ def task_logger():
 async def test_each_line_of_a_coalesced_entry_has_the_prefix(task_logger):
     adapter, stream, api = task_logger
     log = CoalescedLog(adapter, window=60)
-    log.info("model call 1: 10 in / 5 out tokens, 1 tool call(s)")
+    log.info("model call 1: 10 in / 5 out tokens, 1 tool call")
     log.info("tool today ok in %.3fs", 0.013)
     log.close()
     printed = stream.getvalue().splitlines()
@@ -59,7 +59,7 @@ async def test_each_line_of_a_coalesced_entry_has_the_prefix(task_logger):
     assert printed[1].endswith("- tool today ok in 0.013s")
     [entry] = api.records  # the API gets one entry, its lines joined
     assert entry.getMessage() == (
-        "model call 1: 10 in / 5 out tokens, 1 tool call(s)\ntool today ok in 0.013s"
+        "model call 1: 10 in / 5 out tokens, 1 tool call\ntool today ok in 0.013s"
     )
 
 
