@@ -101,7 +101,8 @@ class WorkflowValidationError(FolpipeError):
         self.diagnostics = list(diagnostics)
         errors = [d for d in self.diagnostics if d.severity == Severity.ERROR]
         lines = "\n".join(f"  {d}" for d in errors)
-        super().__init__(f"workflow has {len(errors)} error(s):\n{lines}")
+        counted = "1 error" if len(errors) == 1 else f"{len(errors)} errors"
+        super().__init__(f"workflow has {counted}:\n{lines}")
 
 
 class ConfigError(FolpipeError):

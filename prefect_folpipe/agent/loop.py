@@ -28,11 +28,12 @@ from .._messages import (
     UserMessage,
     message_to_dict,
 )
-from ..errors import MaxTurnsExceeded, OutputValidationError, ProviderError
+from ..errors import ConfigError, MaxTurnsExceeded, OutputValidationError, ProviderError
 from ..providers.base import Provider
 from ..providers.registry import provider_name
 from ..redaction import mask_exception
 from ..workflow.tree import Task
+from ..workflow.wording import plural
 from .journal import Journal
 from .output import check_output, output_schema, repair_prompt
 from .result import attach_report
@@ -203,6 +204,8 @@ async def _call_model(
         await _maybe_await(agent.ledger.before_call(agent.task))
     try:
         response = await agent.provider.complete(request)
+    except ConfigError:  # no API key, no SDK, no model: the call was never made
+        raise
     except Exception:
         # an attempt that failed (auth, rate limit, server error, ...) is still a model call:
         # counted, with no tokens (the provider reported none)
@@ -215,11 +218,11 @@ async def _call_model(
     if agent.journal is not None:
         await agent.journal.record(response)
     (agent.logger or LOG).info(
-        "model call %d: %d in / %d out tokens, %d tool call(s)",
+        "model call %d: %d in / %d out tokens, %s",
         convo.model_calls + convo.replayed_calls,
         response.usage.input_tokens,
         response.usage.output_tokens,
-        len(response.tool_calls),
+        plural(len(response.tool_calls), "tool call"),
     )
     convo.usage = convo.usage + response.usage
     convo.model = response.model or convo.model or request.model
@@ -239,9 +242,9 @@ async def _replayed(
     convo.replayed_usage = convo.replayed_usage + response.usage
     convo.model = response.model or convo.model
     (agent.logger or LOG).info(
-        "model call %d: replayed from the journal (0 tokens paid), %d tool call(s)",
+        "model call %d: replayed from the journal (0 tokens paid), %s",
         convo.model_calls + convo.replayed_calls,
-        len(response.tool_calls),
+        plural(len(response.tool_calls), "tool call"),
     )
     note = getattr(agent.ledger, "replayed", None)
     if callable(note):
@@ -326,7 +329,7 @@ async def _maybe_await(value: Any) -> Any:
 def _max_turns(task: Task, max_turns: int) -> MaxTurnsExceeded:
     return MaxTurnsExceeded(
         f"task {task.path or task.name!r}: the model was still calling tools after "
-        f"{max_turns} turn(s) (settings.max_turns)",
+        f"{plural(max_turns, 'turn')} (settings.max_turns)",
         hint="raise settings.max_turns or simplify the task",
     )
 
@@ -334,7 +337,7 @@ def _max_turns(task: Task, max_turns: int) -> MaxTurnsExceeded:
 def _bad_output(task: Task, attempts: list[dict[str, Any]]) -> OutputValidationError:
     lines = [
         f"task {task.path or task.name!r}: the answer did not match the declared output after "
-        f"{len(attempts)} attempt(s):"
+        f"{plural(len(attempts), 'attempt')}:"
     ]
     for number, attempt in enumerate(attempts, 1):
         excerpt = " ".join(attempt["text"].split())  # one readable line, no repr escapes

@@ -27,6 +27,7 @@ from ..workflow.context import ENV_KEY, answer_delta, visible_keys
 from ..workflow.jsondata import NotPlainJSON, check_plain
 from ..workflow.providers import NO_PROVIDER_MESSAGE
 from ..workflow.tree import Task, Workflow
+from ..workflow.wording import noun
 from .journal import Journal
 from .loop import AgentPass, CallLedger, Conversation, converse
 from .result import TaskOutcome, attach_report
@@ -151,7 +152,7 @@ def scoped_input(task: Task, context: Mapping[str, Any], phase: Phase = "single"
     missing = [key for key in task.config.input.required if key not in context]  # type: ignore[union-attr]
     if missing:
         exc = MissingInputError(
-            f"task {task.path or task.name!r}: required input key(s) "
+            f"task {task.path or task.name!r}: required input {noun(len(missing), 'key')} "
             f"{', '.join(repr(k) for k in missing)} missing from the context",
             hint="produce the key in an earlier task, or pass it with --context",
         )

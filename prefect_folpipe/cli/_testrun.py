@@ -30,6 +30,7 @@ from ..tools.toolbox import TOOL_STUBS
 from ..workflow.context import answer_delta
 from ..workflow.tree import Task, Workflow
 from ._testfile import TestCase, TestFileError
+from ._testlogs import TEST_TAG, expected_failures
 
 STUB_INSTRUCTIONS = "(stubbed by folpipe test)"
 
@@ -61,6 +62,8 @@ class CaseResult:
 
 def run_case(workflow: Workflow, case: TestCase, scratch: Path) -> CaseResult:
     """Run ``case`` against ``workflow`` (loaded and valid); never raises for a failing run."""
+    from prefect import tags
+
     from ..compile import run_workflow
     from ..compile.options import RunOptions
 
@@ -81,7 +84,8 @@ def run_case(workflow: Workflow, case: TestCase, scratch: Path) -> CaseResult:
         task_tags=False,
         approvals=gate_answers(workflow, case),
     )
-    result = run_workflow(stubbed, dict(case.context), options=options)
+    with tags(TEST_TAG), expected_failures(case.expect):
+        result = run_workflow(stubbed, dict(case.context), options=options)
     failures = check_expectations(case.expect, result, calls)
     return CaseResult(case, failures, result.status, time.monotonic() - started)
 

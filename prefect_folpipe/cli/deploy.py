@@ -9,7 +9,7 @@ work pool, no server) is a coded FP6xx error with a hint, exit code 2.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import click
@@ -121,9 +121,23 @@ def create(
         console.print(f"wrote {result.flow_file}")
     console.print(f"[green]✓[/] deployment [bold]{result.full_name}[/] on pool {result.work_pool}")
     if result.schedule:
-        console.print(f"  schedule: {result.schedule}")
+        console.print(f"  schedule: {schedule_text(result.schedule)}", highlight=False)
     console.print(f"  run it:   prefect deployment run '{result.full_name}'")
     console.print(f"  worker:   prefect worker start --pool '{result.work_pool}'")
+
+
+def schedule_text(schedule: Mapping[str, Any]) -> str:
+    """A schedule as people write it: ``0 3 * * *``, ``every 60 s``, an RRULE; its time zone
+    in brackets when one is set."""
+    if schedule.get("cron"):
+        text = str(schedule["cron"])
+    elif schedule.get("interval") is not None:
+        seconds = float(schedule["interval"])
+        text = f"every {int(seconds) if seconds.is_integer() else seconds} s"
+    else:
+        text = str(schedule.get("rrule") or "")
+    zone = schedule.get("timezone")
+    return f"{text} ({zone})" if zone else text
 
 
 def _schedule(workflow: Any, options: dict[str, Any]) -> Any:

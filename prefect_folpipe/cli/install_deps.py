@@ -10,6 +10,7 @@ import shlex
 
 import click
 
+from ..workflow.wording import plural
 from ._render import get_console, handle_errors, print_json
 
 
@@ -36,4 +37,6 @@ def command(path: str, dry_run: bool, as_json: bool) -> None:
         console.print("no dependencies declared")
         return
     text = shlex.join(command_line)
-    console.print(text if dry_run else f"[green]✓[/] installed {len(packages)} package(s): {text}")
+    console.print(
+        text if dry_run else f"[green]✓[/] installed {plural(len(packages), 'package')}: {text}"
+    )

@@ -16,6 +16,7 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
+from ..workflow.wording import plural
 from ._render import EXIT_FAILED, get_console, handle_errors, print_json
 
 STATUS_STYLE = {"checkpoint": "green", "runs": "yellow", "skipped": "dim", "maybe skipped": "cyan"}
@@ -88,9 +89,10 @@ def _print(document: dict[str, Any]) -> None:
     console.print(table)
     totals = document["totals"]
     console.print(
-        f"{totals['passes']} passes: {totals['from_checkpoints']} from checkpoints, "
-        f"{totals['runs']} run, {totals['skipped']} skipped; estimate {totals['model_calls']} "
-        f"model calls, {totals['input_tokens']} + {totals['output_tokens']} tokens, "
+        f"{plural(totals['passes'], 'pass')}: {totals['from_checkpoints']} from checkpoints, "
+        f"{totals['runs']} run, {totals['skipped']} skipped; estimate "
+        f"{plural(totals['model_calls'], 'model call')}, "
+        f"{totals['input_tokens']} + {totals['output_tokens']} tokens, "
         f"${_money(totals['cost'])}",
         markup=False,
         highlight=False,

@@ -21,6 +21,7 @@ from ..errors import ConfigError, FolpipeError, InfrastructureError
 from ..workflow.jsondata import check_plain, load_yaml
 from ..workflow.jsondata import loads as strict_json
 from ..workflow.tree import Workflow
+from ..workflow.wording import plural
 from ._approve import parse_approvals, terminal_approver
 from ._interrupts import interruptions
 from ._render import (
@@ -191,6 +192,11 @@ def _run(
     run_workflow: Any, workflow: Workflow, context: dict[str, Any], options: Any, as_json: bool
 ) -> Any:
     console = get_console()
+    from ..compile.api import missing_sdk_result
+
+    refused = missing_sdk_result(workflow, context, options)
+    if refused is not None:  # FP321: refused before a server or a flow run exists
+        return refused
     failure = start_api()
     if failure is not None:  # FP523: the run never started
         from ..compile.api import not_run
@@ -272,7 +278,7 @@ def _print_outcome(console: Any, result: Any) -> None:
     replayed = usage.get("replayed_calls") or 0
     costs = getattr(result, "costs", None)
     console.print(
-        f"{usage['model_calls']} model call(s)"
+        plural(usage["model_calls"], "model call")
         + (f" + {replayed} replayed from the journal" if replayed else "")
         + f", {usage['input_tokens']} in / {usage['output_tokens']} out tokens"
         + (f" · ${costs.total_usd:.4f}" if costs is not None else "")

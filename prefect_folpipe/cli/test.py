@@ -17,6 +17,7 @@ from rich.table import Table
 
 from ._render import EXIT_FAILED, get_console, handle_errors, print_json
 from ._testfile import load_cases
+from ._testlogs import log_file, logs_to_file
 from ._testrun import CaseResult, run_case
 
 
@@ -24,17 +25,29 @@ from ._testrun import CaseResult, run_case
 @click.argument("path", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document of the results.")
 @click.option("-k", "select", default=None, help="Run only cases whose name contains TEXT.")
-def command(path: Path, as_json: bool, select: str | None) -> None:
+@click.option(
+    "-v", "--verbose", is_flag=True, help="Show Prefect's run logs here, not in a log file."
+)
+def command(path: Path, as_json: bool, select: str | None, verbose: bool) -> None:
     """Run the test cases of the workflow at PATH (tests.yaml, tests/*.yaml)."""
     from ..validate import load_workflow
 
     results: list[CaseResult] = []
+    logs: Path | None = None
     with handle_errors(json_output=as_json, root=path):
         workflow = load_workflow(path)
         cases = [c for c in load_cases(path) if select is None or select in c.name]
-        with tempfile.TemporaryDirectory(prefix="folpipe-test-") as scratch:
-            for index, case in enumerate(cases):
-                results.append(run_case(workflow, case, Path(scratch) / str(index)))
+        if cases:
+            from ..compile.server import ensure_api  # Prefect sets up its log handlers
+
+            logs = None if verbose else log_file(workflow.name)
+            with (
+                logs_to_file(logs) as to_file,
+                tempfile.TemporaryDirectory(prefix="folpipe-test-") as scratch,
+            ):
+                ensure_api(to_file.write if to_file is not None else None)
+                for index, case in enumerate(cases):
+                    results.append(run_case(workflow, case, Path(scratch) / str(index)))
     failed = [r for r in results if not r.ok]
     if as_json:
         print_json(
@@ -47,6 +60,10 @@ def command(path: Path, as_json: bool, select: str | None) -> None:
         )
     else:
         _print_table(results, path)
+    if logs is not None:
+        get_console(stderr=True).print(
+            f"Prefect's run logs: {logs} (-v shows them here)", highlight=False, soft_wrap=True
+        )
     if failed:
         raise click.exceptions.Exit(EXIT_FAILED)
 

@@ -19,7 +19,7 @@ from ..plan import Plan, build_plan
 from ..plan.contextops import describe_error
 from ..workflow.config import TaskConfig
 from ..workflow.tree import Workflow
-from .build import preflight, run_root
+from .build import check_run_sdks, preflight, run_root
 from .checkpoints import flow_result_storage
 from .infra import ensure_api, guard_temporary_server, infrastructure_error
 from .leaf import ProcessLocal
@@ -149,6 +149,18 @@ def not_run(
     for row in rows:
         row["error"] = row["error"] or f"not run: {error}"
     return RunResult("failed", dict(context or {}), rows, workflow=workflow.name, error=error)
+
+
+def missing_sdk_result(
+    workflow: Workflow, context: Mapping[str, Any] | None, options: RunOptions
+) -> RunResult | None:
+    """The failed report of a run refused for a missing SDK (FP321), before any server
+    starts; ``None`` when every SDK the run needs can be imported."""
+    try:
+        check_run_sdks(workflow, options)
+    except ConfigError as exc:
+        return RunResult("failed", dict(context or {}), [], workflow=workflow.name, error=exc)
+    return None
 
 
 def folder_to_flow(

@@ -25,9 +25,12 @@ from ..plan import CheckpointScope, Plan, build_plan
 from ..plan.contextops import child_context, describe_error, merge_delta, plain, seed_context
 from ..plan.execution import Outcome, is_signal
 from ..workflow.names import slug
+from ..workflow.sdks import check_sdks
 from ..workflow.tree import Task, Workflow
+from ..workflow.wording import noun
 from .approvals import ApprovalGates
 from .checkpoints import Restorer
+from .consolelog import prefix_every_line
 from .executor import LOG, LiveMode, TreeExecutor
 from .infra import SETTLE, interruption, settle_crashed_runs
 from .options import RunOptions
@@ -43,7 +46,7 @@ from .report import (
     reported_tasks,
 )
 from .runner import Runners
-from .shared import ModelServices, RunSpec, Services
+from .shared import ModelServices, RunSpec, Services, override_of
 from .tags import RunTags
 from .tasks import PrefectTasks
 
@@ -144,8 +147,17 @@ def _target(workflow: Workflow, options: RunOptions) -> Task:
     return workflow.find(options.only) if options.only else workflow.root
 
 
+def check_run_sdks(workflow: Workflow, options: RunOptions) -> None:
+    """FP321 when a task of this run needs a model / MCP SDK this interpreter cannot import
+    (found without importing it: nothing has started yet)."""
+    override = override_of(options)
+    tasks = _target(workflow, options).walk()
+    check_sdks(workflow, tasks, override.name if override is not None else None)
+
+
 async def preflight(workflow: Workflow, options: RunOptions, plan: Plan) -> None:
     """Raise ``ConfigError`` before a flow run exists when a provider or runner cannot work."""
+    check_run_sdks(workflow, options)
     Runners(plan).check()
     services = ModelServices(workflow, RunSpec.of(workflow, options))
     try:
@@ -177,6 +189,7 @@ async def _run_root(
 ) -> RunResult:
     WRITER.touch()
     SETTLE.arm()
+    prefix_every_line()  # the task logs' joined lines, each with its prefix on a terminal
     run = WorkflowRun(workflow, options, plan)
     flow_run_id, _ = await asyncio.gather(_tag_flow_run(run.tags.of()), run.tags.read_limits())
     record = await _start_record(workflow, context, options, flow_run_id)
@@ -294,7 +307,8 @@ def check_root_inputs(target: Task, context: Mapping[str, Any]) -> None:
     missing = [key for key in target.config.input.required if key not in context]
     if missing:
         raise MissingInputError(
-            f"the workflow's required input(s) {', '.join(map(repr, missing))} were not given",
+            f"the workflow's required {noun(len(missing), 'input')} "
+            f"{', '.join(map(repr, missing))} {noun(len(missing), 'was')} not given",
             hint="pass them as parameters (--param / the deployment form), in --context, "
             "or give defaults in the root task.yaml `context:`",
         )

@@ -31,7 +31,7 @@ from ..workflow.tree import Task
 from .checkpoints import SERIALIZER, checkpoint_storage
 from .passes import PassRuntime, Payload, check_serialisable, payload_of
 from .report import WRITER, CoalescedLog
-from .retry import retry_delays, retry_on_of, should_retry
+from .retry import prefect_retry_delay, retry_on_of, should_retry
 from .shared import RunSpec
 from .tags import tag_task_run
 
@@ -240,7 +240,7 @@ def task_options(
         "task_run_name": "{label}",
         "description": f"folder task {task.path}",
         "retries": settings.max_retries,
-        "retry_delay_seconds": retry_delays(settings) or 0,
+        "retry_delay_seconds": prefect_retry_delay(settings),
         "retry_condition_fn": RetryCondition(retry_on_of(task)),
         "timeout_seconds": node.timeout,
         "tags": list(tags),

@@ -45,3 +45,12 @@ def retry_delays(settings: EffectiveSettings) -> list[float]:
         return [float(delay) * (2**i) for i in range(retries)]
     values = [float(v) for v in delay] or [0.0]
     return [values[min(i, len(values) - 1)] for i in range(retries)]
+
+
+def prefect_retry_delay(settings: EffectiveSettings) -> float | list[float]:
+    """``retry_delay_seconds`` for Prefect: one number when every retry waits the same (the
+    Prefect UI's task-run page can only show a number: a list reads "NaNs"), else the list."""
+    delays = retry_delays(settings)
+    if len(set(delays)) <= 1:
+        return delays[0] if delays else 0
+    return delays

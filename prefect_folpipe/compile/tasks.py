@@ -17,6 +17,7 @@ from ..plan import Plan
 from ..plan.contextops import unbox
 from ..workflow.names import slug
 from ..workflow.tree import Task
+from ..workflow.wording import plural
 from .checkpoints import checkpoint_storage, flow_result_storage
 from .leaf import LeafRef, ProcessLocal, leaf_task, task_options
 from .report import WRITER, artifacts
@@ -152,5 +153,5 @@ async def show_restored(
     if spec is None or spec.artifacts == "all":
         artifacts.queue_restored_artifact(workflow_name, group, label, restored)
     cached = sum(1 for entry in restored if entry.status == "cached")
-    message = f"{cached} pass(es) restored from checkpoints, nothing ran"
+    message = f"{plural(cached, 'pass')} restored from checkpoints, nothing ran"
     return Completed(name="Cached", message=message)

@@ -18,6 +18,7 @@ from ..errors import ConfigError
 from ..validate.deploy_rules import GENERIC_FLOW_PARAMETERS, schedule_problems
 from ..workflow.config import Schedule
 from ..workflow.tree import Workflow
+from ..workflow.wording import noun
 
 
 def workflow_folder(path: str | Path) -> Path:
@@ -144,7 +145,8 @@ def _reject_unknown(parameters: dict[str, Any], *, accepted: Sequence[str]) -> N
     unknown = [key for key in parameters if key not in accepted]
     if unknown:
         raise ConfigError(
-            f"unknown parameter(s) {', '.join(map(repr, unknown))}; the flow accepts "
+            f"unknown {noun(len(unknown), 'parameter')} {', '.join(map(repr, unknown))}; "
+            "the flow accepts "
             f"{', '.join(accepted)}",
             code="FP612",
             hint="declare workflow inputs under `input:` in the root task.yaml, "

@@ -68,8 +68,16 @@ def merge_delta(target: dict[str, Any], delta: Mapping[str, Any]) -> None:
 
 
 def error_entry(task: Task, error: BaseException | str, iteration: int | None) -> dict[str, Any]:
-    """One ``_errors`` entry: ``{task, error, iteration}``."""
-    return {"task": task.path or task.name, "error": describe_error(error), "iteration": iteration}
+    """One ``_errors`` entry: ``{task, path, error, iteration}``."""
+    return error_record(task.name, task.path, error, iteration)
+
+
+def error_record(
+    name: str, path: str, error: BaseException | str, iteration: int | None
+) -> dict[str, Any]:
+    """One ``_errors`` entry: ``task`` is the task's name (as folpipe 0.1.8 wrote it, so
+    ``e['task'] == 'fetch'`` matches), ``path`` its path from the root (``""`` for the root)."""
+    return {"task": name, "path": path, "error": describe_error(error), "iteration": iteration}
 
 
 def describe_error(error: BaseException | str) -> str:

@@ -31,6 +31,7 @@ from ..errors import ConfigError, ProviderError
 from ..redaction import SECRETS
 from ..workflow.config import ProviderConfig
 from ..workflow.tree import Task
+from ..workflow.wording import plural
 from ._sdk import provider_error
 from .base import Provider
 
@@ -326,7 +327,7 @@ class ReplayProvider:
             recorded = sum(1 for task, _ in self._interactions if task == request.task_path)
             raise self._error(
                 f"replay: {where} is not in the cassette {self.cassette.name!r} "
-                f"(it has {recorded} turn(s) for this task)",
+                f"(it has {plural(recorded, 'turn')} for this task)",
                 code="FP329",
             )
         record = request_record(request, self._normalizer)
@@ -366,7 +367,7 @@ def first_difference(recorded: dict[str, Any], current: dict[str, Any]) -> str:
                 f"{_snippet(before)}, now {_snippet(now)}"
             )
     if len(old) != len(new):
-        return f"the conversation has {len(new)} message(s), the recording {len(old)}"
+        return f"the conversation has {plural(len(new), 'message')}, the recording {len(old)}"
     return "the fingerprint differs (the cassette was edited?)"
 
 

@@ -45,6 +45,7 @@ from .._messages import (
 )
 from ..errors import ConfigError, ProviderError, ProviderErrorKind
 from ..workflow.jsondata import NotPlainJSON, check_plain, load_yaml
+from ..workflow.wording import noun
 
 ERROR_KINDS: tuple[str, ...] = get_args(ProviderErrorKind)
 ENTRY_KEYS = frozenset({"text", "output", "tool_calls", "error", "message", "echo", "delay"})
@@ -126,7 +127,9 @@ def parse_replies(data: Any, *, source: str = "<replies>") -> ReplyScript:
     unknown = sorted(set(data) - TOP_LEVEL_KEYS)
     if unknown:
         raise RepliesFileError(
-            f"unknown top-level key(s) {unknown}; allowed: tasks, default, latency_s", source=source
+            f"unknown top-level {noun(len(unknown), 'key')} {unknown}; allowed: tasks, default, "
+            "latency_s",
+            source=source,
         )
     tasks = data.get("tasks") or {}
     if not isinstance(tasks, Mapping):
@@ -167,7 +170,9 @@ def _parse_entry(item: Any, *, where: str, source: str) -> ScriptedReply:
     unknown = sorted(set(item) - ENTRY_KEYS)
     if unknown:
         raise RepliesFileError(
-            f"{where}: unknown key(s) {unknown}; allowed: {sorted(ENTRY_KEYS)}", source=source
+            f"{where}: unknown {noun(len(unknown), 'key')} {unknown}; "
+            f"allowed: {sorted(ENTRY_KEYS)}",
+            source=source,
         )
     error = item.get("error")
     if error is not None and error not in ERROR_KINDS:

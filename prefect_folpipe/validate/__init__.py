@@ -27,6 +27,7 @@ from .hook_files import check_hook_files
 from .json_values import check_json_values
 from .loops import check_loops
 from .outputs import check_output_names
+from .sdks import check_installed_sdks
 from .structure import check_empty_tasks
 
 Rule = Callable[[LoadResult], Iterable[Diagnostic]]
@@ -44,6 +45,7 @@ RULES: tuple[Rule, ...] = (
     check_backends,
     check_hook_files,
     check_json_values,
+    check_installed_sdks,
 )
 
 __all__ = ["RULES", "Rule", "check", "load_workflow", "run_rules", "validate_workflow"]

@@ -22,6 +22,7 @@ from typing import Any
 
 from .config import OUTPUT_TYPES
 from .context import ENV_KEY, ERRORS_KEY
+from .wording import noun
 
 PLACEHOLDER = re.compile(r"\{\{(.*?)\}\}", re.DOTALL)
 TEMPLATE_CODE = re.compile(r"\{%|%\}|\{#|#\}")
@@ -149,7 +150,8 @@ def coerce(fields: Mapping[str, FieldType], raw: Mapping[str, Any]) -> dict[str,
         raise ValueError(f"no value for {', '.join(repr(k) for k in missing)}")
     unknown = [key for key in raw if key not in fields]
     if unknown:
-        raise ValueError(f"unknown key(s) {', '.join(repr(k) for k in unknown)}")
+        keys = ", ".join(repr(k) for k in unknown)
+        raise ValueError(f"unknown {noun(len(unknown), 'key')} {keys}")
     return {key: coerce_value(key, fields[key], raw[key]) for key in fields}
 
 

@@ -22,7 +22,7 @@ from .tree import Task
 ENV_KEY = "_env"
 """Injected before each agent call (``cwd``, ``task_dir``); never merged back."""
 ERRORS_KEY = "_errors"
-"""Non-fatal failures ``{task, error, iteration}``, appended from any depth."""
+"""Non-fatal failures ``{task, path, error, iteration}``, appended from any depth."""
 
 
 def visible_keys(task: Task, phase: str = "single") -> list[str] | None:

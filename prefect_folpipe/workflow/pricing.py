@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from .._messages import Usage
 from ..errors import ConfigError
 from .tree import Task, Workflow
+from .wording import noun
 
 PRICE_KEYS = frozenset(
     {"input_per_mtok", "output_per_mtok", "cache_read_per_mtok", "cache_write_per_mtok"}
@@ -127,7 +128,9 @@ def _price_from_yaml(model: str, entry: Mapping[str, float]) -> Price:
     unknown = sorted(set(entry) - PRICE_KEYS)
     missing = sorted({"input_per_mtok", "output_per_mtok"} - set(entry))
     if unknown or missing:
-        problem = f"unknown key(s) {unknown}" if unknown else f"missing {missing}"
+        problem = (
+            f"unknown {noun(len(unknown), 'key')} {unknown}" if unknown else f"missing {missing}"
+        )
         raise ConfigError(
             f"pricing for model {model!r}: {problem}",
             code="FP331",

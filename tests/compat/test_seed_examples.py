@@ -84,3 +84,26 @@ def test_release_pipeline_reports_the_approval(
     assert (output / "production_manifest.json").is_file()
     assert (output / "deployment_notification.txt").is_file()
     assert (seed_examples / "release_pipeline" / ".staging" / "manifest.json").is_file()
+
+
+def test_release_pipeline_names_a_failed_check_in_errors_as_0_1_8_did(
+    seed_examples: Path, cli_env: dict[str, str], tmp_path: Path
+) -> None:
+    """``dependency_audit`` (``on_failure: skip``, nested in pre_checks) fails: its ``_errors``
+    entry says ``task: dependency_audit`` (0.1.8's name), ``path: pre_checks/dependency_audit``;
+    the root post_run hook copies ``_errors`` into release_report.json."""
+    import yaml
+
+    replies = yaml.safe_load((REPLIES / "release_pipeline.yaml").read_text())
+    replies["tasks"]["dependency_audit"] = [{"error": "auth"}]
+    failing = tmp_path / "release_pipeline_audit_fails.yaml"
+    failing.write_text(yaml.safe_dump(replies), encoding="utf-8")
+    args = ["run", "examples/release_pipeline", "--provider", "scripted", "--replies"]
+    done = folpipe(seed_examples.parent, cli_env, *args, str(failing), "--json")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    doc = json.loads(done.stdout)
+    [entry] = doc["context"]["_errors"]
+    assert (entry["task"], entry["path"]) == ("dependency_audit", "pre_checks/dependency_audit")
+    output = seed_examples / "release_pipeline" / "output"
+    report = json.loads((output / "release_report.json").read_text())
+    assert [e["task"] for e in report["errors"]] == ["dependency_audit"]

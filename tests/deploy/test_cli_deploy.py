@@ -122,6 +122,9 @@ def test_unknown_pool_and_broken_flow_file(prefect_server: PrefectServer, report
     assert_coded_error(folpipe("deploy", str(report), "--pool", "no-such-pool", env=env), "FP613")
     create = [PREFECT, "work-pool", "create", "cli-pool", "--type", "process", "--overwrite"]
     assert prefect_server.run(create).returncode == 0
+    scheduled = folpipe("deploy", str(report), "--pool", "cli-pool", "--interval", "60", env=env)
+    assert scheduled.returncode == 0, scheduled.stderr
+    assert "  schedule: every 60 s\n" in scheduled.stdout  # as people write it, not a dict
     (report / "flow.py").write_text("raise RuntimeError('broken on purpose')\n")
     done = folpipe("deploy", str(report), "--pool", "cli-pool", env=env)
     assert_coded_error(done, "FP619")

@@ -269,7 +269,7 @@ def test_loop_on_error_continue_rolls_back_the_iteration(make_workflow, run):
     assert result.status == "completed"
     assert result.context["draft"] == "good"
     [entry] = result.context["_errors"]
-    assert entry == {"task": "review", "error": entry["error"], "iteration": 1}
+    assert entry == {"task": "review", "path": "review", "error": entry["error"], "iteration": 1}
     assert result.task("")["iterations"] == 2
 
 

@@ -12,7 +12,7 @@ import pytest
 pytestmark = pytest.mark.prefect
 
 NO_RETRY = {"max_retries": 0}
-SAW_BAD = "any(e['task'] == 'outer/mid/bad' for e in context.get('_errors', []))"
+SAW_BAD = "any(e['path'] == 'outer/mid/bad' for e in context.get('_errors', []))"
 
 
 def _nested_failure(mid: dict[str, Any], outer: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -51,13 +51,27 @@ def _with_worse(files: dict[str, Any]) -> dict[str, Any]:
 
 
 def _error_tasks(result: Any) -> list[str]:
-    return sorted(entry["task"] for entry in result.context.get("_errors", []))
+    return sorted(entry["path"] for entry in result.context.get("_errors", []))
 
 
 def test_errors_two_levels_down_under_priority_groups_reach_the_root(make_workflow, run):
     result = run(make_workflow(_nested_failure({})))
     assert result.status == "completed"
     assert _error_tasks(result) == ["outer/mid/bad"]
+    assert result.task("after")["status"] == "skipped"
+
+
+def test_a_0_1_8_condition_on_the_task_name_matches_a_nested_task(make_workflow, run):
+    """folpipe 0.1.8 wrote the task's name in ``_errors[].task``; conditions written for it
+    (``e['task'] == 'bad'``) match a task at any depth, and ``path`` says where it is."""
+    files = _nested_failure({})
+    by_name = "any(e['task'] == 'bad' for e in context.get('_errors', []))"
+    files["subtasks/20_after/task.yaml"] = {"conditions": {"skip_if": by_name}}
+    result = run(make_workflow(files))
+    assert result.status == "completed"
+    [entry] = result.context["_errors"]
+    assert (entry["task"], entry["path"], entry["iteration"]) == ("bad", "outer/mid/bad", None)
+    assert "ProviderError" in entry["error"]
     assert result.task("after")["status"] == "skipped"
 
 
@@ -99,7 +113,8 @@ def test_errors_of_a_rolled_back_loop_iteration_stay_on_record(make_workflow, ru
     }
     result = run(make_workflow(files))
     assert result.status == "completed"
-    entries = [(e["task"], e["iteration"]) for e in result.context["_errors"]]
+    entries = [(e["path"], e["iteration"]) for e in result.context["_errors"]]
+    assert {e["task"] for e in result.context["_errors"]} == {"bad", "worse"}  # names
     assert ("step/bad", 1) in entries and ("step/bad", 2) in entries
     assert ("step/worse", 1) in entries and ("step/worse", 2) in entries
 

@@ -224,7 +224,7 @@ def test_the_report_and_the_artifact_say_replayed(make_workflow, run):
 
     assert flush_artifacts(30)
     newest = max(asyncio.run(read()), key=lambda a: a.created)
-    assert "1 model call(s) + 2 replayed from the journal (free)" in newest.data
+    assert "1 model call + 2 replayed from the journal (free)" in newest.data
     assert "`lookup` (replayed)" in newest.data
 
 

@@ -84,6 +84,19 @@ def test_one_place_for_retries_timeout_and_checkpoints() -> None:
     assert off["timeout_seconds"] is None
 
 
+def test_equal_retry_delays_reach_prefect_as_one_number() -> None:
+    """The Prefect UI's task-run page shows "Retry Delay NaNs" for a list of delays."""
+    one_retry = _options(_workflow(max_retries=1, retry_delay_seconds=5))
+    assert one_retry["retry_delay_seconds"] == 5.0
+    equal = _options(_workflow(max_retries=3, retry_delay_seconds=(30.0, 30.0)))
+    assert equal["retry_delay_seconds"] == 30.0
+    single = _options(_workflow(max_retries=3, retry_delay_seconds=(7.0,)))
+    assert single["retry_delay_seconds"] == 7.0
+    assert _options(_workflow(max_retries=0))["retry_delay_seconds"] == 0
+    growing = _options(_workflow(max_retries=3, retry_delay_seconds=(5.0, 60.0)))
+    assert growing["retry_delay_seconds"] == [5.0, 60.0, 60.0]  # only a list says this
+
+
 def test_the_retry_condition_never_retries_author_errors() -> None:
     condition = RetryCondition(None)
     assert condition(None, None, Failed(data=ProviderError("busy", kind="server_error")))

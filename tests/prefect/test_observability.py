@@ -283,6 +283,6 @@ def test_a_quick_tasks_model_and_tool_lines_reach_the_ui_as_one_entry(make_workf
     messages = asyncio.run(_task_run_logs(result.flow_run_id, str(agent.id)))
     [entry] = [m for m in messages if "model call" in m]
     first, tool, last = entry.splitlines()
-    assert first.startswith("model call 1: ") and first.endswith(", 1 tool call(s)")
+    assert first.startswith("model call 1: ") and first.endswith(", 1 tool call")
     assert tool.startswith("tool lookup ok in ")
-    assert last.startswith("model call 2: ") and last.endswith(", 0 tool call(s)")
+    assert last.startswith("model call 2: ") and last.endswith(", 0 tool calls")

@@ -13,7 +13,7 @@ from pytest_httpserver import HTTPServer
 
 from prefect_folpipe.agent.budget import BudgetLedger
 from prefect_folpipe.agent.loop import AgentPass, converse
-from prefect_folpipe.errors import ProviderError
+from prefect_folpipe.errors import ConfigError, ProviderError
 from prefect_folpipe.providers.scripted import ScriptedProvider
 
 
@@ -33,6 +33,23 @@ async def test_a_failed_call_is_counted_by_the_ledger_without_tokens() -> None:
     assert totals.model_calls == 2
     assert totals.total_tokens > 0
     assert ledger.run_totals().model_calls == 2
+
+
+class _NoApiKey(ScriptedProvider):
+    async def complete(self, request):  # type: ignore[no-untyped-def]
+        raise ConfigError("no API key", code="FP322")
+
+
+async def test_a_call_refused_by_its_own_config_is_not_a_model_call() -> None:
+    """FP321 / FP322 / FP326 are raised before anything is sent: nothing to count."""
+    task = make_task("keyless", provider=scripted_provider())
+    ledger = BudgetLedger(workflow_around(make_task("root", "", children=[task])))
+    provider = _NoApiKey({"default": "never"})
+    agent = AgentPass(task=task, provider=provider, system="s", user_message="u", ledger=ledger)
+    with pytest.raises(ConfigError):
+        await converse(agent)
+    assert ledger.task_totals("keyless").model_calls == 0
+    assert ledger.run_totals().model_calls == 0
 
 
 @pytest.mark.prefect

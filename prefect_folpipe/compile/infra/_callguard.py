@@ -21,6 +21,7 @@ from typing import Any
 from ...errors import ConfigError, ProviderError
 from ...providers.ratelimit import RateLimiter, limiter_for
 from ...workflow.tree import Task, Workflow
+from ...workflow.wording import noun
 
 CallGuard = Callable[[Task], AbstractAsyncContextManager[None]]
 ModelKey = tuple[str, str]
@@ -130,7 +131,8 @@ async def _hold_prefect_limits(stack: AsyncExitStack, names: list[str]) -> None:
         await stack.enter_async_context(concurrency(names, occupy=1, strict=True))
     except ConcurrencySlotAcquisitionError as exc:
         raise ConfigError(
-            f"Prefect global concurrency limit(s) {', '.join(map(repr, names))} could not be "
+            f"Prefect global concurrency {noun(len(names), 'limit')} {', '.join(map(repr, names))} "
+            "could not be "
             f"acquired: {exc}",
             code="FP340",
             hint=f"create it: prefect gcl create {names[0]} --limit N",

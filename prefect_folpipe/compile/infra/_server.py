@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from ...errors import InfrastructureError
+from ...workflow.wording import plural
 from ..report import WRITER
 
 LOG = logging.getLogger("prefect_folpipe.compile")
@@ -263,7 +264,9 @@ def _wait_recorded(api_url: str, expected: dict[str, tuple[str, str]], deadline:
                 break
             time.sleep(0.2)
     if pending:
-        LOG.warning("the local Prefect server did not record %d task run state(s)", len(pending))
+        LOG.warning(
+            "the local Prefect server did not record %s", plural(len(pending), "task run state")
+        )
     return not pending
 
 

@@ -26,6 +26,8 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from ...workflow.wording import plural
+
 LOG = logging.getLogger("prefect_folpipe.compile")
 WORKERS = 4
 """Concurrent writes: enough to keep up with wide fan-out, few enough that the API's SQLite
@@ -153,7 +155,7 @@ class BackgroundWriter:
 
     def _close(self) -> None:
         if not self.flush(EXIT_FLUSH_S):
-            LOG.warning("%d folpipe artifact write(s) abandoned at exit", self._pending)
+            LOG.warning("%s abandoned at exit", plural(self._pending, "folpipe artifact write"))
         loop = self._loop
         if loop is None or loop.is_closed():
             return

@@ -17,6 +17,7 @@ from typing import Any
 from ...redaction import redact as _redact
 from ...workflow.names import slug
 from ...workflow.tree import Task
+from ...workflow.wording import plural
 from ._background import WRITER
 
 LOG = logging.getLogger("prefect_folpipe.compile")
@@ -64,19 +65,32 @@ def render_task(task: Task, label: str, payload: Mapping[str, Any]) -> str:
         f"# {label}",
         "",
         f"provider `{payload.get('provider') or '-'}` · model `{payload.get('model') or '-'}` · "
-        f"{payload.get('model_calls', 0)} model call(s){replay_note} · "
-        f"{payload.get('tool_calls', 0)} tool call(s) · {usage.get('input_tokens', 0)} in / "
+        f"{plural(payload.get('model_calls', 0), 'model call')}{replay_note} · "
+        f"{plural(payload.get('tool_calls', 0), 'tool call')} · "
+        f"{usage.get('input_tokens', 0)} in / "
         f"{usage.get('output_tokens', 0)} out tokens",
         "",
         "## Instructions as sent",
         _fenced(payload.get("prompt") or task.system_prompt or "(none)", "markdown"),
     ]
     lines += _tool_calls(payload.get("tool_log") or ())
-    lines += ["", "## Output", _fenced(payload.get("delta") or {}, "json")]
+    lines += ["", "## Output", *_output(task, payload.get("delta") or {})]
     text = payload.get("text")
     if text:
         lines += ["", "## Final answer", _fenced(text, "")]
     return "\n".join(lines)
+
+
+def _output(task: Task, delta: Mapping[str, Any]) -> list[str]:
+    """What the pass added to the context, each key once: the copy of the declared outputs
+    under the task's name is said in words, not repeated."""
+    copied = delta.get(task.name)
+    outputs = {key: value for key, value in delta.items() if key != task.name}
+    if outputs and copied == outputs:
+        keys = ", ".join(_inline_code(key) for key in outputs)
+        note = f"{keys}: at the top of the context and under {_inline_code(task.name)}"
+        return [note, _fenced(outputs, "json")]
+    return [_fenced(dict(delta), "json")]
 
 
 def render_failed_task(task: Task, label: str, error: BaseException, attempt: int) -> str:
@@ -91,8 +105,8 @@ def render_failed_task(task: Task, label: str, error: BaseException, attempt: in
         f"# {label}: failed",
         "",
         f"attempt {attempt} · model `{report.get('model') or '-'}` · "
-        f"{report.get('model_calls', 0)} model call(s) · {report.get('tool_calls', 0)} "
-        "tool call(s)",
+        f"{plural(report.get('model_calls', 0), 'model call')} · "
+        f"{plural(report.get('tool_calls', 0), 'tool call')}",
         "",
         "## Error",
         _fenced(describe_error(error), ""),
@@ -129,30 +143,46 @@ def _tool_calls(tool_log: Sequence[Mapping[str, Any]]) -> list[str]:
     return lines
 
 
+SUMMARY_ERROR_CHARS = 56
+"""An error cell's length in the summary table (code first): the task's report has it all."""
+CODED = re.compile(r"^\w+ \[(FP\d+)\]: ")
+
+
 def summary_rows(rows: Sequence[Mapping[str, Any]], costs: Any = None) -> list[dict[str, Any]]:
-    """The per-run table: status, cached, attempts, tokens, cost, duration per task."""
+    """The per-run table, narrow enough for a laptop screen: status (``cached`` included),
+    attempts, model calls, tokens, cost, seconds, the error's start per task. ``iterations``,
+    ``replayed`` (calls answered from the journal) and ``cost_usd`` are columns only when a
+    task has a value in them; the token split and cache reads are in the cost artifact."""
+    per_task = [(row, (costs.for_task(row["path"]) if costs is not None else None) or {})
+                for row in rows]  # fmt: skip
+    optional = {
+        "iterations": any(row["iterations"] is not None for row in rows),
+        "replayed": any(row.get("replayed_calls") for row in rows),
+        "cost_usd": any(cost.get("cost_usd") for _, cost in per_task),
+    }
     table = []
-    for row in rows:
-        cost = (costs.for_task(row["path"]) if costs is not None else None) or {}
-        table.append(
-            {
-                "task": row["path"] or "(root)",
-                "status": row["status"],
-                "cached": row["status"] == "cached",
-                "attempts": row["attempts"],
-                "iterations": row["iterations"],
-                "model_calls": row["model_calls"],
-                "replayed_calls": row.get("replayed_calls", 0),
-                "tokens": row["usage"]["input_tokens"] + row["usage"]["output_tokens"],
-                "input_tokens": row["usage"]["input_tokens"],
-                "cached_tokens": cost.get("cached_tokens", 0),
-                "output_tokens": row["usage"]["output_tokens"],
-                "cost_usd": cost.get("cost_usd", 0.0),
-                "duration_s": row["duration_s"],
-                "error": _redact(row["error"]) if row["error"] else "",
-            }
-        )
+    for row, cost in per_task:
+        cells = {
+            "task": row["path"] or "(root)",
+            "status": row["status"],
+            "attempts": row["attempts"],
+            "iterations": row["iterations"],
+            "model_calls": row["model_calls"],
+            "replayed": row.get("replayed_calls", 0),
+            "tokens": row["usage"]["input_tokens"] + row["usage"]["output_tokens"],
+            "cost_usd": round(cost.get("cost_usd", 0.0), 6),
+            "seconds": round(row["duration_s"], 2),
+            "error": _short_error(row["error"]),
+        }
+        table.append({key: value for key, value in cells.items() if optional.get(key, True)})
     return table
+
+
+def _short_error(error: str | None) -> str:
+    if not error:
+        return ""
+    text = CODED.sub(r"\1 ", " ".join(_redact(error).split()))  # "FP312 the answer ..."
+    return text if len(text) <= SUMMARY_ERROR_CHARS else text[: SUMMARY_ERROR_CHARS - 1] + "…"
 
 
 def queue_task_artifact(
@@ -224,7 +254,7 @@ def render_restored(label: str, entries: Sequence[Any]) -> str:
     lines = [
         f"# {label}",
         "",
-        f"{len(cached)} pass(es) restored from their checkpoints without running; "
+        f"{plural(len(cached), 'pass')} restored from their checkpoints without running; "
         f"{len(entries) - len(cached)} skipped by `skip_if`, as in the run that wrote them.",
         "",
         "| task | status | checkpoint | stored at |",
@@ -248,7 +278,7 @@ def queue_restored_artifact(
 ) -> None:
     """Queue the markdown artifact of a run restoring tasks of ``group`` from checkpoints."""
     key = slug(f"{workflow_name}-{group or 'root'}-restored", limit=90)
-    description = f"folpipe: {len(entries)} task(s) restored from checkpoints"
+    description = f"folpipe: {plural(len(entries), 'task')} restored from checkpoints"
     _submit(key, "markdown", description, lambda: render_restored(label, entries), _task_run_id())
 
 

@@ -12,7 +12,7 @@ from ...expressions import Condition, compile_condition
 from ...workflow.context import ERRORS_KEY
 from ...workflow.tree import Task
 from .._nodes import Edge, LoopPlan, NodePlan, timeout_of
-from ..contextops import child_context, describe_error, merge_delta
+from ..contextops import child_context, error_record, merge_delta
 from ..failures import IterationTimeout, LoopExhausted, LoopTimeout
 from ._evaluation import evaluate_condition
 from ._kind import ExecutionType, PreviewWalker, Shape, condition_text, one_wave_each
@@ -71,11 +71,8 @@ async def _iterate(
                 return Outcome("failed", delta, result.error, iterations=number)
             ctx, delta = snapshot
             failed_path = getattr(result.error, "task_path", "") or group.path
-            entry = {
-                "task": failed_path,
-                "error": describe_error(result.error or "failed"),
-                "iteration": number,
-            }
+            name = failed_path.rsplit("/", 1)[-1] if failed_path else group.name
+            entry = error_record(name, failed_path, result.error or "failed", number)
             # the iteration's outputs roll back; what failed inside it stays on record
             errors = [*result.delta.get(ERRORS_KEY, []), entry]
             merge_delta(ctx, {ERRORS_KEY: errors})

@@ -1,0 +1,47 @@
+"""Every terminal line of a log record carries its prefix (``HH:MM:SS.mmm | INFO | ...``).
+
+A task's INFO lines reach Prefect as one record per second (``compile.tasklog``), joined by
+newlines: the Prefect API and the UI get that one entry, but a console handler would print
+its second and later lines bare. :func:`prefix_every_line` wraps the formatter of the console
+handlers so each line of a multi-line message is formatted as a record of its own; the API
+handler, which does not print, is left as it is. Tracebacks keep their usual shape.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+
+CONSOLE_LOGGERS = ("", "prefect", "prefect.flow_runs", "prefect.task_runs")
+
+
+class EveryLinePrefixed(logging.Formatter):
+    """Formats each line of a multi-line message with ``inner``, as if logged one by one."""
+
+    def __init__(self, inner: logging.Formatter) -> None:
+        super().__init__()
+        self.inner = inner
+
+    def format(self, record: logging.LogRecord) -> str:
+        message = record.getMessage()
+        if "\n" not in message or record.exc_info or record.stack_info:
+            return self.inner.format(record)
+        lines = []
+        for line in message.split("\n"):
+            one = copy.copy(record)
+            one.msg, one.args = line, None
+            lines.append(self.inner.format(one))
+        return "\n".join(lines)
+
+
+def prefix_every_line() -> None:
+    """Wrap the formatters of the console handlers (idempotent; Prefect's API handler is not a
+    console handler and keeps the record whole)."""
+    for name in CONSOLE_LOGGERS:
+        for handler in logging.getLogger(name).handlers:
+            console = isinstance(handler, logging.StreamHandler) and not isinstance(
+                handler, logging.FileHandler
+            )
+            formatter = handler.formatter or logging.Formatter()
+            if console and not isinstance(formatter, EveryLinePrefixed):
+                handler.setFormatter(EveryLinePrefixed(formatter))

@@ -1,0 +1,17 @@
+"""Counted nouns in what users read: ``1 pass``, ``2 passes``, never ``pass(es)``."""
+
+from __future__ import annotations
+
+IRREGULAR: dict[str, str] = {"pass": "passes", "is": "are", "was": "were"}
+
+
+def noun(count: int, word: str, many: str | None = None) -> str:
+    """``word`` for one, its plural otherwise (``many``, a known irregular one, or ``+s``)."""
+    if count == 1:
+        return word
+    return many or IRREGULAR.get(word) or f"{word}s"
+
+
+def plural(count: int, word: str, many: str | None = None) -> str:
+    """``1 task``, ``3 tasks``, ``0 passes``."""
+    return f"{count} {noun(count, word, many)}"

@@ -1,0 +1,94 @@
+"""Every terminal line of a coalesced task log carries Prefect's prefix; the API's copy of the
+record stays one entry, and tracebacks keep their shape."""
+
+from __future__ import annotations
+
+import io
+import logging
+import re
+
+import pytest
+from prefect.logging.formatters import PrefectFormatter
+from prefect_folpipe.compile.tasklog import CoalescedLog
+
+from prefect_folpipe.compile.consolelog import EveryLinePrefixed, prefix_every_line
+
+PREFIX = re.compile(r"^\d\d:\d\d:\d\d\.\d{3} \| INFO    \| folpipe\.test\.consolelines - ")
+STANDARD = "%(asctime)s.%(msecs)03d | %(levelname)-7s | %(name)s - %(message)s"
+
+
+class _Kept(logging.Handler):
+    """Stands for Prefect's API handler: keeps the records it is given."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+@pytest.fixture
+def task_logger():
+    logger = logging.getLogger("folpipe.test.consolelines")
+    logger.propagate = False
+    logger.setLevel(logging.INFO)
+    stream = io.StringIO()
+    console = logging.StreamHandler(stream)
+    console.setFormatter(EveryLinePrefixed(PrefectFormatter(STANDARD, datefmt="%H:%M:%S")))
+    api = _Kept()
+    logger.addHandler(console)
+    logger.addHandler(api)
+    adapter = logging.LoggerAdapter(
+        logger, {"task_run_name": "research", "task_run_id": "1", "task_name": "research"}
+    )
+    yield adapter, stream, api
+    logger.removeHandler(console)
+    logger.removeHandler(api)
+
+
+async def test_each_line_of_a_coalesced_entry_has_the_prefix(task_logger):
+    adapter, stream, api = task_logger
+    log = CoalescedLog(adapter, window=60)
+    log.info("model call 1: 10 in / 5 out tokens, 1 tool call")
+    log.info("tool today ok in %.3fs", 0.013)
+    log.close()
+    printed = stream.getvalue().splitlines()
+    assert len(printed) == 2
+    assert all(PREFIX.match(line) for line in printed), printed
+    assert printed[1].endswith("- tool today ok in 0.013s")
+    [entry] = api.records  # the API gets one entry, its lines joined
+    assert entry.getMessage() == (
+        "model call 1: 10 in / 5 out tokens, 1 tool call\ntool today ok in 0.013s"
+    )
+
+
+def test_a_traceback_is_printed_as_usual(task_logger):
+    adapter, stream, _ = task_logger
+    try:
+        raise ValueError("first\nsecond")
+    except ValueError:
+        adapter.exception("failed:\nhere")
+    text = stream.getvalue()
+    assert re.match(r"^\d\d:\d\d:\d\d\.\d{3} \| ERROR   \| ", text)  # then the traceback
+    assert "failed:\nhere\nTraceback" in text
+
+
+def test_the_console_handlers_are_wrapped_once_and_others_left_alone():
+    root = logging.getLogger()
+    console = logging.StreamHandler(io.StringIO())
+    console.setFormatter(logging.Formatter("%(levelname)s | %(message)s"))
+    kept = _Kept()
+    root.addHandler(console)
+    root.addHandler(kept)
+    try:
+        prefix_every_line()
+        prefix_every_line()
+        assert isinstance(console.formatter, EveryLinePrefixed)
+        assert not isinstance(console.formatter.inner, EveryLinePrefixed)
+        assert kept.formatter is None
+        record = logging.LogRecord("x", logging.WARNING, __file__, 1, "a\nb", None, None)
+        assert console.format(record) == "WARNING | a\nWARNING | b"
+    finally:
+        root.removeHandler(console)
+        root.removeHandler(kept)
