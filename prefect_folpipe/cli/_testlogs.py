@@ -106,7 +106,7 @@ def logs_to_file(path: Path | None) -> Iterator[ConsoleToFile | None]:
         yield redirect
     finally:
         redirect.restore()
-    from ..compile.server import uses_temporary_server
+    from ..compile.infra import uses_temporary_server
 
     if uses_temporary_server():  # runs before Prefect's exit hook (registered earlier)
         atexit.register(redirect.swap)

@@ -38,7 +38,7 @@ def command(path: Path, as_json: bool, select: str | None, verbose: bool) -> Non
         workflow = load_workflow(path)
         cases = [c for c in load_cases(path) if select is None or select in c.name]
         if cases:
-            from ..compile.server import ensure_api  # Prefect sets up its log handlers
+            from ..compile.infra import ensure_api  # Prefect sets up its log handlers
 
             logs = None if verbose else log_file(workflow.name)
             with (

@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from builders import make_task
-from prefect_folpipe.compile.artifacts import SUMMARY_ERROR_CHARS, render_task, summary_rows
 
+from prefect_folpipe.compile.report.artifacts import SUMMARY_ERROR_CHARS, render_task, summary_rows
 from prefect_folpipe.workflow.context import answer_delta
 
 LONG_ERROR = (

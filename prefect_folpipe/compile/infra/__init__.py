@@ -10,7 +10,7 @@ from ._ephemeral import guard_temporary_server
 from ._faults import infrastructure_error, interruption
 from ._recovery import settle_crashed_runs
 from ._secrets import prefect_secret_resolver
-from ._server import SETTLE, ensure_api
+from ._server import SETTLE, ensure_api, uses_temporary_server
 
 __all__ = [
     "SETTLE",
@@ -21,4 +21,5 @@ __all__ = [
     "make_call_guard",
     "prefect_secret_resolver",
     "settle_crashed_runs",
+    "uses_temporary_server",
 ]
