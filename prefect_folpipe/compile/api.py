@@ -210,10 +210,16 @@ def run_workflow(
     replies: str | Path | None = None,
     fresh: bool = False,
     options: RunOptions | None = None,
+    rerun_from: str | list[str] | tuple[str, ...] = (),
 ) -> RunResult:
     """Run a workflow folder to completion and return its ``RunResult`` (never raises for a
-    failed task: check ``.status``; invalid folders raise ``WorkflowValidationError``)."""
+    failed task: check ``.status``; invalid folders raise ``WorkflowValidationError``).
+    ``rerun_from``: task names or paths asked again with what runs after them, the rest
+    restored from checkpoints (``folpipe run --from``)."""
     options = options or RunOptions(provider=provider, replies=replies, fresh=fresh)
+    if rerun_from:
+        names = (rerun_from,) if isinstance(rerun_from, str) else tuple(rerun_from)
+        options = replace(options, rerun_from=names)
     coro = arun_workflow(path, context, options=options)
     if _loop_running():
         raise RuntimeError("run_workflow() is synchronous; use `await arun_workflow(...)`")

@@ -37,6 +37,8 @@ from .passes import FlowRuntime
 from .plan import Plan, build_plan
 from .recovery import settle_crashed_runs
 from .report import RunResult, RunTracker, reported_tasks
+from .rerun import prepare as prepare_rerun
+from .rerun import quiet_passes
 from .runner import Runners
 from .runs import RunRecord
 from .runtime import ModelServices, RunSpec, Services
@@ -53,7 +55,8 @@ class WorkflowRun:
         self.workflow = workflow
         self.options = options
         self.plan = plan or build_plan(workflow)
-        self.spec = RunSpec.of(workflow, options, checkpoints=checkpoint_scope(options))
+        scope = checkpoint_scope(options, quiet_passes(self.plan, workflow, options.rerun_from))
+        self.spec = RunSpec.of(workflow, options, checkpoints=scope)
         self.local = ModelServices(workflow, self.spec)
         self.services: Services = self.local
         self.tracker = RunTracker(reported_tasks(self.plan), options.listeners)
@@ -100,17 +103,20 @@ class WorkflowRun:
             await self.runners.aclose()
 
 
-def checkpoint_scope(options: RunOptions) -> CheckpointScope:
+def checkpoint_scope(options: RunOptions, rerun: frozenset[str] = frozenset()) -> CheckpointScope:
     """How far this run's checkpoints reach (``compile.scope``): its lineage is the current
-    flow run (a UI Retry keeps it), or the run ``folpipe resume`` continues."""
+    flow run (a UI Retry keeps it), or the run ``folpipe resume`` continues; ``rerun``: the
+    passes ``--from`` asks again (``compile.rerun``), keyed on this flow run."""
     context = FlowRunContext.get()
     flow_run = context.flow_run if context is not None else None
-    lineage = options.lineage or (str(flow_run.id) if flow_run is not None else uuid.uuid4().hex)
+    own = str(flow_run.id) if flow_run is not None else uuid.uuid4().hex
     return CheckpointScope(
-        lineage=lineage,
+        lineage=options.lineage or own,
         deployment=flow_run is not None and flow_run.deployment_id is not None,
         across_runs=options.across_runs,
         fresh=options.fresh,
+        rerun=rerun,
+        rerun_id=own if rerun else "",
     )
 
 
@@ -176,6 +182,7 @@ async def _run_root(
     usage: dict[str, Any] = {}
     try:
         check_root_inputs(target, seeded)
+        prepare_rerun(workflow, context, options, run.plan)
         await check_providers(run.local, list(target.walk()))
         await run.start()
         outcome = await run.executor.run_target(target, seeded)

@@ -100,12 +100,12 @@ class PassRuntime:
         """The model-call journal of one pass (``None`` without an agent or checkpoints)."""
         if not task.runs_agent:
             return None
-        return journal_for(self.spec, task, phase, scope, self.salt(task) + self.reach(task))
+        return journal_for(self.spec, task, phase, scope, self.salt(task) + self.reach(task, phase))
 
-    def reach(self, task: Task) -> str:
+    def reach(self, task: Task, phase: str = "single") -> str:
         """How far the task's checkpoints reach (``compile.scope``): ``""`` when runs share
         them, else the run's lineage. Its journal and its gate's answer reach as far."""
-        return self.spec.checkpoints.salt(task)
+        return self.spec.checkpoints.salt(task, phase)
 
     async def attempt(self, task: Task, number: int) -> None:
         """An attempt of ``task``'s pass starts."""
