@@ -265,9 +265,14 @@ def start_api() -> InfrastructureError | None:
 
 
 def _print_outcome(console: Any, result: Any) -> None:
-    line = checkpoint_line(result)
+    rerun = getattr(result, "rerun", None)
+    line = checkpoint_line(result) if rerun is None else None
     if line:
         console.print(line)
+    if rerun is not None:
+        from ..compile.history import rerun_line
+
+        console.print(rerun_line(rerun), markup=False, highlight=False, soft_wrap=True)
     usage = result.usage
     replayed = usage.get("replayed_calls") or 0
     costs = getattr(result, "costs", None)

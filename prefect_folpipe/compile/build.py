@@ -30,6 +30,8 @@ from .contextops import child_context, describe_error, merge_delta, plain, seed_
 from .costs import cost_report
 from .executor import LOG, TreeExecutor
 from .fanout import is_signal
+from .history import keep as keep_history
+from .history import rerun_report
 from .infra import interruption
 from .options import RunOptions
 from .outcome import Outcome
@@ -203,8 +205,12 @@ async def _run_root(
     finally:
         await run.aclose()
     result = _result(run, workflow, target, seeded, outcome, flow_run_id, (by_task, usage))
+    if options.rerun_from and not isinstance(result.error, ConfigError):
+        before = record.name if record is not None else None
+        result.rerun = rerun_report(workflow, result, options.rerun_from, before)
     if record is not None:
         record.finish(result)
+        keep_history(record, workflow, result, run.tracker.passes)
     if run.spec.artifacts != "none":
         _summary(workflow, result, time.monotonic() - started)
     WRITER.touch(END_HOLD_S)  # the flow run is about to end: reports wait for that

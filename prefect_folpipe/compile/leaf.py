@@ -124,6 +124,7 @@ async def execute_pass(
     if task.settings.cache and runtime.spec.manifests and shared:
         record_pass(runtime, task, ref.phase, tuple(scope or ()), context, payload)
     runtime.charge(task, payload)
+    runtime.observe(task, ref.phase, scope, outcome)
     if task.settings.cache and ref.run.checkpoints.refreshes_shared(task, ref.phase):
         await refresh_shared(runtime, ref, task, context, scope, payload)
     if runtime.artifact_level == "all":

@@ -113,6 +113,9 @@ class PassRuntime:
     def charge(self, task: Task, payload: Payload) -> None:
         """An executed pass's usage, for the run report."""
 
+    def observe(self, task: Task, phase: str, scope: list | None, outcome: Any) -> None:
+        """An executed pass's conversation, for the run's history (``compile.history``)."""
+
     async def publish(
         self, task: Task, phase: str, label: str, outcome: Any, payload: Payload
     ) -> None:
@@ -144,6 +147,11 @@ class FlowRuntime(PassRuntime):
 
     def charge(self, task: Task, payload: Payload) -> None:
         self.tracker.charge(task.path, payload)
+
+    def observe(self, task: Task, phase: str, scope: list | None, outcome: Any) -> None:
+        from .history import pass_entry
+
+        self.tracker.passes.append(pass_entry(task, phase, scope, outcome))
 
     async def publish(
         self, task: Task, phase: str, label: str, outcome: Any, payload: Payload

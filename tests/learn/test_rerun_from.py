@@ -86,3 +86,39 @@ def test_rerun_set_follows_waves_graphs_and_ancestors(tmp_path):
     passes = rerun_passes(plan, ["g/x"])
     assert {"g/x", "g/y", "c", "|final"} <= passes
     assert not {"a", "g/z", "g", ""} & passes
+
+
+def test_a_from_run_reports_what_it_reran_spent_and_saved(tmp_path, run):
+    wf = chain(tmp_path / "wf")
+    assert run(wf).status == "completed"
+    again = run(wf, rerun_from="publish")
+    report = again.rerun
+    assert report["rerun"] == ["publish"] and report["restored"] == ["research", "draft"]
+    assert report["model_calls"] == 1
+    assert report["saved_model_calls"] == 2 and report["saved_tokens"] > 0
+    assert again.to_dict()["rerun"] == report
+    assert "rerun" not in run(wf).to_dict()
+
+
+def test_the_run_line_of_a_from_run(tmp_path, cli_env):
+    import subprocess
+    import sys
+
+    wf = chain(tmp_path / "wf")
+
+    def folpipe(*args):
+        return subprocess.run(
+            [sys.executable, "-m", "prefect_folpipe", *map(str, args)],
+            capture_output=True,
+            text=True,
+            env=cli_env,
+            timeout=240,
+        )
+
+    assert folpipe("run", wf, "--json").returncode == 0
+    proc = folpipe("run", wf, "--from", "draft")
+    assert proc.returncode == 0, proc.stderr
+    assert "--from draft: 2 task(s) re-ran, 1 from checkpoints · 2 paid call(s)" in proc.stdout
+    assert "saved 1 call(s)" in proc.stdout
+    missing = folpipe("run", wf, "--from", "draft", "--context", '{"topic": "new"}', "--json")
+    assert missing.returncode == 2 and "FP406" in missing.stdout
