@@ -17,9 +17,9 @@ def write(root: Path, files: dict[str, Any]) -> Path:
     return root
 
 
-def chain(root: Path, *, tool: bool = False) -> Path:
+def chain(root: Path, *, tool: bool = False, safe: bool = False) -> Path:
     """A sequential chain on the scripted provider; with ``tool``, research calls a python
-    tool ``lookup`` first."""
+    tool ``lookup`` first (``replay: safe`` with ``safe``)."""
     research: list[Any] = ["notes about {topic}"]
     files: dict[str, Any] = {
         "task.yaml": {
@@ -36,8 +36,8 @@ def chain(root: Path, *, tool: bool = False) -> Path:
         research = [{"tool_calls": [{"name": "lookup", "arguments": {"q": "agents"}}]}, "found it"]
         files["subtasks/10_research/tools/lookup.py"] = (
             "from prefect_folpipe import tool\n\n\n"
-            "@tool\n"
-            "def lookup(q: str) -> str:\n"
+            + ('@tool(replay="safe")\n' if safe else "@tool\n")
+            + "def lookup(q: str) -> str:\n"
             '    """Look a term up."""\n'
             '    return f"definition of {q}"\n'
         )
