@@ -88,10 +88,8 @@ def run_case(workflow: Workflow, case: TestCase, scratch: Path) -> CaseResult:
     if replay is not None:  # compare with what was recorded: normalised, secrets masked
         result.context = SECRETS.data(replay.normal.data(result.context))
     failures = check_expectations(case.expect, result, calls)
-    if replay is not None:
-        failures = replay.failures + failures
-        if not replay.failures:
-            failures += list(replay.unused())
+    if replay is not None:  # a request that changed explains every expectation it broke
+        failures = list(replay.failures) or failures + list(replay.unused())
     return CaseResult(case, failures, result.status, time.monotonic() - started)
 
 
