@@ -161,13 +161,29 @@ def describe(record: dict[str, Any]) -> str:
 @click.option(
     "--watch", is_flag=True, help="Through the API: wait until the retried run ends (exit 0/1)."
 )
+@click.option(
+    "--from",
+    "rerun_from",
+    multiple=True,
+    metavar="TASK",
+    help="Re-run the run (--flow-run, else the latest) from TASK: it and what follows are "
+    "asked again, the rest restored (a deployment's run: a new run on its work pool).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
-def command(path: Path, flow_run_id: str | None, watch: bool, as_json: bool) -> None:
+def command(
+    path: Path, flow_run_id: str | None, watch: bool, rerun_from: tuple[str, ...], as_json: bool
+) -> None:
     """Finish the latest run of the workflow at PATH that did not complete (failed,
     interrupted or crashed), reusing its checkpoints; a deployment's failed or crashed run is
-    retried through the Prefect API when PREFECT_API_URL is set."""
+    retried through the Prefect API when PREFECT_API_URL is set. With --from TASK, re-run a
+    run from that task instead."""
     with handle_errors(json_output=as_json, root=path):
         workflow = load(path)
+        if rerun_from:
+            from ._rerun import rerun
+
+            code = rerun(workflow, flow_run_id, rerun_from, watch=watch, as_json=as_json)
+            raise click.exceptions.Exit(code)
         how, target = choose(workflow, flow_run_id)
         if how == "api":
             raise click.exceptions.Exit(resume_through_api(target, watch=watch, as_json=as_json))

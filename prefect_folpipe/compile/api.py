@@ -124,13 +124,28 @@ def with_run_parameters(options: RunOptions, parameters: dict[str, Any]) -> RunO
     ``parameters``) applied."""
     fresh = bool(parameters.pop("fresh", False))
     reuse = parameters.pop("reuse_checkpoints", None)
-    if not fresh and reuse is None:
+    rerun = rerun_parameters(
+        parameters.pop("rerun_from", None), parameters.pop("restore_from", None)
+    )
+    if not fresh and reuse is None and not rerun:
         return options
     return replace(
         options,
         fresh=options.fresh or fresh,
         across_runs=options.across_runs if reuse is None else bool(reuse),
+        **rerun,
     )
+
+
+def rerun_parameters(rerun_from: Any, restore_from: Any) -> dict[str, Any]:
+    """``RunOptions`` fields of the ``rerun_from`` / ``restore_from`` run parameters."""
+    fields: dict[str, Any] = {}
+    if rerun_from:
+        names = [rerun_from] if isinstance(rerun_from, str) else list(rerun_from)
+        fields["rerun_from"] = tuple(str(name) for name in names)
+    if restore_from:
+        fields["lineage"] = str(restore_from)
+    return fields
 
 
 def not_run(
