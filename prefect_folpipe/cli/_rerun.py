@@ -13,9 +13,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ._api import WATCH_TIMEOUT_S, api_configured, through_api
 from ._render import EXIT_FAILED, EXIT_OK, get_console, print_json
 from ._runref import find_run
-from .resume import WATCH_TIMEOUT_S, api_configured, through_api
 from .run import execute, run_options
 
 

@@ -15,7 +15,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -23,30 +22,9 @@ from typing import Any
 import click
 
 from ..errors import ConfigError
+from ._api import WATCH_TIMEOUT_S, api_configured, through_api
 from ._render import EXIT_FAILED, EXIT_OK, get_console, handle_errors, print_json
 from .run import execute, load, run_options
-
-WATCH_TIMEOUT_S = 24 * 3600.0
-
-
-def api_configured() -> bool:
-    from prefect.settings import get_current_settings
-
-    return bool(get_current_settings().api.url)
-
-
-def through_api(coroutine: Any) -> Any:
-    """Run one API conversation; an unreachable server is FP616, not a traceback."""
-    import httpx
-
-    try:
-        return asyncio.run(coroutine)
-    except (httpx.HTTPError, OSError) as exc:
-        raise ConfigError(
-            f"cannot reach the Prefect API: {exc}",
-            code="FP616",
-            hint="is the server running? check PREFECT_API_URL (unset it to resume locally)",
-        ) from None
 
 
 def _record_time(record: dict[str, Any]) -> float:
