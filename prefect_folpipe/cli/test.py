@@ -78,6 +78,7 @@ def command(path: Path, as_json: bool, select: str | None, repeat: int, min_pass
     verdicts: list[Verdict] = []
     with handle_errors(json_output=as_json, root=path):
         workflow = load_workflow(path)
+        quiet_tracebacks()
         cases = [c for c in load_cases(path) if select is None or select in c.name]
         with tempfile.TemporaryDirectory(prefix="folpipe-test-") as scratch:
             for index, case in enumerate(cases):
@@ -101,6 +102,14 @@ def command(path: Path, as_json: bool, select: str | None, repeat: int, min_pass
         _print_table(verdicts, path, repeat)
     if failed:
         raise click.exceptions.Exit(EXIT_FAILED)
+
+
+def quiet_tracebacks() -> None:
+    """A case that fails on purpose logs our coded errors, not their tracebacks (as a run)."""
+    from .. import compile as _prefect_logging  # noqa: F401  (Prefect sets up its handlers)
+    from .run import quiet_console_tracebacks
+
+    quiet_console_tracebacks()
 
 
 def _print_table(verdicts: list[Verdict], path: Path, repeat: int) -> None:
