@@ -106,7 +106,7 @@ def command(path: Path, as_json: bool, select: str | None, repeat: int, min_pass
 
 def quiet_tracebacks() -> None:
     """A case that fails on purpose logs our coded errors, not their tracebacks (as a run)."""
-    from .. import compile as _prefect_logging  # noqa: F401  (Prefect sets up its handlers)
+    from ..compile import run_workflow  # noqa: F401  (Prefect sets up its log handlers)
     from .run import quiet_console_tracebacks
 
     quiet_console_tracebacks()

@@ -55,7 +55,8 @@ def test_a_deployment_run_re_run_from_a_task_through_the_api(
     assert given["topic"] == "again"
 
     run_worker_once(server, POOL, tmp_path / "worker-2.log")
-    assert flow_run_states(server, [again]) == {again: "Completed"}
+    log = (tmp_path / "worker-2.log").read_text()[-6000:]
+    assert flow_run_states(server, [again]) == {again: "Completed"}, log
     rerun = {"research": "Cached", "write": "Completed"}
     assert task_run_states(server, again, rerun) == rerun
 
