@@ -26,7 +26,10 @@ class CasesGroup(click.Group):
 
 @click.group(name="test", cls=CasesGroup, invoke_without_command=False)
 def command() -> None:
-    """Run a workflow's test cases (PATH), or record one from a run (record PATH --name)."""
+    """Run a workflow's test cases (PATH), or record one from a run (record PATH --name).
+
+    Options of `folpipe test PATH`: --json, -k TEXT, --repeat N, --min-pass F (see `folpipe
+    test run --help`)."""
 
 
 command.add_command(test.command, "run")
