@@ -184,7 +184,7 @@ async def _run_root(
     usage: dict[str, Any] = {}
     try:
         check_root_inputs(target, seeded)
-        prepare_rerun(workflow, context, options, run.plan)
+        prepare_rerun(workflow, context, options, run.plan, run.spec.checkpoints)
         await check_providers(run.local, list(target.walk()))
         await run.start()
         outcome = await run.executor.run_target(target, seeded)

@@ -20,6 +20,7 @@ from ..errors import ConfigError, suggest
 from ..workflow.tree import Task, Workflow
 from .options import RunOptions
 from .plan import NodePlan, Plan
+from .scope import CheckpointScope
 
 
 def resolve_targets(workflow: Workflow, names: Iterable[str]) -> tuple[str, ...]:
@@ -108,13 +109,13 @@ def check_restorable(
     context: Mapping[str, Any] | None,
     options: RunOptions,
     passes: frozenset[str],
+    reach: CheckpointScope,
 ) -> None:
     """FP406 when a task the ``--from`` run should restore has no checkpoint to restore from
     (it never ran, or changed since). Tasks whose checkpoints stay within a run (deployment
     runs) are not checked: their lineage's checkpoints, if any, are found by the run."""
     from .preview import Settings, preview
     from .runtime import manifest_dir, override_of, provider_salt
-    from .scope import CheckpointScope
 
     override = override_of(options)
     storage = options.storage_for(workflow.root_dir)
@@ -124,7 +125,6 @@ def check_restorable(
         salt=lambda task: provider_salt(task, override, workflow),
         rerun=lambda path, phase: covers(passes, path, phase),
     )
-    reach = CheckpointScope(across_runs=options.across_runs)
     missing: list[str] = []
     for step in preview(workflow, context, settings).steps:
         if step.status not in ("runs", "maybe skipped") or covers(passes, step.path, step.phase):
@@ -157,14 +157,19 @@ def _fed_by_rerun(reasons: list[str], passes: frozenset[str]) -> bool:
 
 
 def prepare(
-    workflow: Workflow, context: Mapping[str, Any] | None, options: RunOptions, plan: Plan
+    workflow: Workflow,
+    context: Mapping[str, Any] | None,
+    options: RunOptions,
+    plan: Plan,
+    reach: CheckpointScope,
 ) -> frozenset[str]:
-    """Check a ``--from`` run before it starts (FP405 / FP406); the passes it asks again."""
+    """Check a ``--from`` run before it starts (FP405 / FP406); the passes it asks again.
+    ``reach``: the run's checkpoint scope (which tasks share checkpoints across runs)."""
     if not options.rerun_from:
         return frozenset()
     passes = rerun_passes(plan, resolve_targets(workflow, options.rerun_from))
     if not options.fresh:
-        check_restorable(workflow, context, options, passes)
+        check_restorable(workflow, context, options, passes, reach)
     return passes
 
 
