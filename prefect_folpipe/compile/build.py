@@ -31,7 +31,7 @@ from .costs import cost_report
 from .executor import LOG, TreeExecutor
 from .fanout import is_signal
 from .history import keep as keep_history
-from .history import rerun_report
+from .history import rerun_line, rerun_report
 from .infra import interruption
 from .options import RunOptions
 from .outcome import Outcome
@@ -341,6 +341,8 @@ def _summary(workflow: Workflow, result: RunResult, elapsed: float) -> None:
     key = artifacts.summary_key(workflow.name)
     cost = result.costs.total_usd if result.costs else 0.0
     description = f"folpipe run of {workflow.name}: {result.status} in {elapsed:.1f}s, ${cost:.4f}"
+    if result.rerun is not None:
+        description += f"; {rerun_line(result.rerun)}"
     artifacts.submit_summary(key, result.tasks, description, result.costs)
     if result.costs is not None:
         artifacts.submit_cost(slug(f"{workflow.name}-cost", limit=90), workflow.name, result.costs)
