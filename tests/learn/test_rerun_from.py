@@ -122,3 +122,20 @@ def test_the_run_line_of_a_from_run(tmp_path, cli_env):
     assert "saved 1 call(s)" in proc.stdout
     missing = folpipe("run", wf, "--from", "draft", "--context", '{"topic": "new"}', "--json")
     assert missing.returncode == 2 and "FP406" in missing.stdout
+
+
+def test_plan_from_shows_what_a_from_run_would_do(tmp_path, run):
+    import json
+
+    from click.testing import CliRunner
+
+    from prefect_folpipe.cli import cli
+
+    wf = chain(tmp_path / "wf")
+    assert run(wf).status == "completed"
+    done = CliRunner().invoke(cli, ["plan", str(wf), "--from", "draft", "--json"])
+    assert done.exit_code == 0, done.output
+    steps = {s["path"]: s for s in json.loads(done.stdout)["steps"]}
+    assert steps["research"]["status"] == "checkpoint"
+    assert steps["draft"]["status"] == "runs" and steps["draft"]["reasons"] == ["--from"]
+    assert steps["publish"]["status"] == "runs"
