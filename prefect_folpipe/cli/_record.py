@@ -18,6 +18,7 @@ import click
 import yaml
 
 from ..compile.history import read_passes
+from ..errors import ConfigError
 from ..providers.replay import Normalizer
 from ..workflow.names import slug
 from ..workflow.redaction import SECRETS
@@ -77,6 +78,13 @@ def build_case(workflow: Workflow, run: Mapping[str, Any], name: str) -> dict[st
     root = Path(workflow.root_dir)
     normal = Normalizer(root)
     passes = recorded_passes(root, run)
+    if not passes and any(task.runs_agent for task in workflow.tasks()):
+        raise ConfigError(
+            f"run {run['name'].removesuffix('.json')} kept no model calls to record (it ran "
+            "elsewhere, e.g. on a deployment's worker, or before runs kept them)",
+            code="FP183",
+            hint="run the workflow here (folpipe run PATH), then record it",
+        )
     by_task: dict[str, list[dict[str, Any]]] = {}
     tool_calls: list[dict[str, Any]] = []
     for entry in passes:
