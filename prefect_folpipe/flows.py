@@ -13,6 +13,7 @@ branches appear directly under the ``folpipe-run`` flow run, which is named afte
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,8 @@ async def run_workflow_folder(
     context: dict[str, Any] | None = None,
     fresh: bool = False,
     reuse_checkpoints: bool | None = None,
+    rerun_from: list[str] | None = None,
+    restore_from: str | None = None,
     provider: str | None = None,
     replies: str | None = None,
     result_storage: str | None = None,
@@ -50,19 +53,24 @@ async def run_workflow_folder(
         fresh: re-run every task: ignore the checkpoints of earlier runs.
         reuse_checkpoints: reuse checkpoints of earlier runs (empty: the workflow's
             settings.cache.across_runs; deployment runs re-run every task unless it opts in).
+        rerun_from: task names or paths to ask again, with what runs after them; the rest
+            comes from checkpoints (``folpipe run --from``).
+        restore_from: the flow run whose checkpoints the other tasks come from (empty: this
+            run's own; ``folpipe resume --flow-run ID --from TASK`` sets it).
         provider: override every task's LLM provider (e.g. ``scripted``).
         replies: scripted replies file for ``provider: scripted``.
         result_storage: slug of a Prefect storage block (e.g. ``s3-bucket/folpipe``) holding
             the checkpoints, so that runs on different workers resume from each other.
     """
     from .compile import RunOptions, run_root
-    from .compile.api import flow_return
+    from .compile.api import flow_return, rerun_parameters
     from .validate import load_workflow
 
     workflow = load_workflow(Path(path).expanduser().resolve())
     options = RunOptions(
         provider=provider, replies=replies, fresh=fresh, across_runs=reuse_checkpoints
     )
+    options = replace(options, **rerun_parameters(rerun_from, restore_from))
     if result_storage:
         options.result_storage = await storage_block(result_storage)
     result = await run_root(workflow, context, options)  # it keeps the run record

@@ -27,7 +27,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("prefect_folpipe.cli.serve", "Serve a workflow with Prefect's serve()."),
     "install-deps": ("prefect_folpipe.cli.install_deps", "Install every task's dependencies."),
     "plan": ("prefect_folpipe.cli.plan", "Show what a run would do (no model call)."),
-    "test": ("prefect_folpipe.cli.test", "Run a workflow's test cases (tests.yaml) with stubs."),
+    "test": (
+        "prefect_folpipe.cli.cases",
+        "Run a workflow's test cases; `test record` makes one from a run.",
+    ),
+    "diff": (
+        "prefect_folpipe.cli.diff",
+        "Compare two recorded runs: outputs, calls, tokens, cost.",
+    ),
     "convert": (
         "prefect_folpipe.cli.convert",
         "Convert task.yaml + instructions.md to SKILL.md, or back.",

@@ -37,7 +37,10 @@ from ..loader import SourceMap, parse_yaml
 
 TESTS_FILE = "tests.yaml"
 TESTS_DIR = "tests"
-CASE_KEYS = ("name", "context", "models", "tools", "stubs", "approvals", "expect")
+CASE_KEYS = (
+    "name", "context", "models", "tools", "stubs", "approvals", "expect", "recorded",
+    "recorded_from",
+)  # fmt: skip
 EXPECT_KEYS = ("status", "context", "paths", "ran", "skipped", "failed", "tool_calls")
 STATUSES = ("completed", "failed")
 
@@ -62,6 +65,8 @@ class TestCase:
     approvals: Mapping[str, Any] = field(default_factory=dict)
     """Answers of approval gates: task name or path -> ``{input key: value}``."""
     expect: Mapping[str, Any] = field(default_factory=dict)
+    recorded: Mapping[str, Any] = field(default_factory=dict)
+    """``folpipe test record``: task path -> its recorded passes, replayed strictly."""
 
 
 def test_files(root: Path) -> list[Path]:
@@ -111,7 +116,7 @@ def _case(item: Any, index: int, rel: str, source: SourceMap) -> TestCase:
         raise TestFileError(f"{where}: a case is a mapping", hint=f"keys: {', '.join(CASE_KEYS)}")
     _known(item, CASE_KEYS, source, loc)
     expect = item.get("expect") or {}
-    for key in ("context", "models", "tools", "stubs", "approvals", "expect"):
+    for key in ("context", "models", "tools", "stubs", "approvals", "expect", "recorded"):
         if not isinstance(item.get(key) or {}, dict):
             raise TestFileError(f"{where}: `{key}` must be a mapping")
     for task, answer in (item.get("approvals") or {}).items():
@@ -134,7 +139,18 @@ def _case(item: Any, index: int, rel: str, source: SourceMap) -> TestCase:
         stubs=item.get("stubs") or {},
         approvals=item.get("approvals") or {},
         expect=expect,
+        recorded=_recorded(item.get("recorded") or {}, where),
     )
+
+
+def _recorded(recorded: Mapping[str, Any], where: str) -> Mapping[str, Any]:
+    for path, passes in recorded.items():
+        ok = isinstance(passes, list) and all(
+            isinstance(p, dict) and isinstance(p.get("calls") or [], list) for p in passes
+        )
+        if not ok:
+            raise TestFileError(f"{where}: recorded.{path} must be a list of passes with calls")
+    return recorded
 
 
 def _known(

@@ -26,9 +26,11 @@ import yaml
 from ..agent.output import check_output
 from ..agent.result import TaskOutcome
 from ..errors import OutputValidationError
+from ..redaction import SECRETS
 from ..tools.toolbox import TOOL_STUBS
 from ..workflow.context import answer_delta
 from ..workflow.tree import Task, Workflow
+from ._strict import Replay, StrictProvider
 from ._testfile import TestCase, TestFileError
 from ._testlogs import TEST_TAG, expected_failures
 
@@ -73,20 +75,25 @@ def run_case(workflow: Workflow, case: TestCase, scratch: Path) -> CaseResult:
     replies = scratch / "replies.yaml"
     replies.write_text(yaml.safe_dump(_replies(case.models), sort_keys=False), encoding="utf-8")
     calls: list[dict[str, Any]] = []
+    replay = replay_of(workflow, case)
     options = RunOptions(
         provider="scripted",
         replies=replies,
         fresh=True,
         result_storage=scratch / "results",
         artifacts="none",
-        runner=_runner(case, calls),
+        runner=_runner(case, calls, replay),
         keep_run_record=False,
         task_tags=False,
         approvals=gate_answers(workflow, case),
     )
     with tags(TEST_TAG), expected_failures(case.expect):
         result = run_workflow(stubbed, dict(case.context), options=options)
+    if replay is not None:  # compare with what was recorded: normalised, secrets masked
+        result.context = SECRETS.data(replay.normal.data(result.context))
     failures = check_expectations(case.expect, result, calls)
+    if replay is not None:  # a request that changed explains every expectation it broke
+        failures = list(replay.failures) or failures + list(replay.unused())
     return CaseResult(case, failures, result.status, time.monotonic() - started)
 
 
@@ -143,14 +150,35 @@ def _stubbed(task: Task, stubs: Mapping[str, Any]) -> Task:
     return replace(task, children=tuple(_stubbed(child, stubs) for child in task.children))
 
 
-def _runner(case: TestCase, calls: list[dict[str, Any]]) -> Any:
-    """``agent.run_task`` with the case's stubs: subtree stubs answer, tool stubs apply."""
+def replay_of(workflow: Workflow, case: TestCase) -> Replay | None:
+    """The strict replay of a recorded case (``_strict``); ``None`` for a hand-written one."""
+    if not case.recorded:
+        return None
+    safe = {
+        task.path: frozenset(
+            spec.name for spec in task.tools if str(spec.metadata.get("replay")) == "safe"
+        )
+        for task in workflow.tasks()
+    }
+    return Replay(case.recorded, Path(workflow.root_dir), safe)
+
+
+def _runner(case: TestCase, calls: list[dict[str, Any]], replay: Replay | None = None) -> Any:
+    """``agent.run_task`` with the case's stubs: subtree stubs answer, tool stubs apply; a
+    recorded case answers from its recording and checks every request (``_strict``)."""
     from ..agent import run_task
 
     async def runner(task: Task, workflow: Workflow, context: Any, **kwargs: Any) -> Any:
         if task.path in case.stubs:
             return stub_outcome(task, workflow, case.stubs[task.path])
-        token = TOOL_STUBS.set(case.tools)
+        stubs: Mapping[str, Any] = case.tools
+        if replay is not None and task.runs_agent:
+            recorded = replay.take(
+                task.path, kwargs.get("phase", "single"), kwargs.get("iteration")
+            )
+            kwargs["provider"] = StrictProvider(replay, task.path, recorded)
+            stubs = replay.tool_stubs(task.path, recorded or {})
+        token = TOOL_STUBS.set(stubs)
         try:
             outcome = await run_task(task, workflow, context, **kwargs)
         finally:

@@ -28,6 +28,7 @@ STATUS_STYLE = {"checkpoint": "green", "runs": "yellow", "skipped": "dim", "mayb
 @click.option("--provider", help="The provider override the run would use (e.g. scripted).")
 @click.option("--replies", type=click.Path(dir_okay=False, path_type=Path), help="Replies file.")
 @click.option("--fresh", is_flag=True, help="Plan a run that ignores checkpoints.")
+@click.option("--from", "rerun_from", multiple=True, metavar="TASK", help="Plan a run --from TASK.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 def command(
     path: Path,
@@ -35,6 +36,7 @@ def command(
     provider: str | None,
     replies: Path | None,
     fresh: bool,
+    rerun_from: tuple[str, ...],
     as_json: bool,
 ) -> None:
     """Show what a run of PATH would do: order, checkpoints, skips, cost (no model call)."""
@@ -57,6 +59,13 @@ def command(
             fresh=fresh,
             offline=override is not None and override.name in ("scripted", "replay"),
         )
+        if rerun_from:
+            from ..compile.rerun import covers, rerun_passes, resolve_targets
+            from ..plan import build_plan
+
+            targets = resolve_targets(workflow, rerun_from)
+            passes = rerun_passes(build_plan(workflow), targets)
+            settings.rerun = lambda path, phase: covers(passes, path, phase)
         result = preview(workflow, context, settings)
     document = result.to_dict()
     if as_json:

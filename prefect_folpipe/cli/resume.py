@@ -15,7 +15,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -23,30 +22,9 @@ from typing import Any
 import click
 
 from ..errors import ConfigError
+from ._api import WATCH_TIMEOUT_S, api_configured, through_api
 from ._render import EXIT_FAILED, EXIT_OK, get_console, handle_errors, print_json
 from .run import execute, load, run_options
-
-WATCH_TIMEOUT_S = 24 * 3600.0
-
-
-def api_configured() -> bool:
-    from prefect.settings import get_current_settings
-
-    return bool(get_current_settings().api.url)
-
-
-def through_api(coroutine: Any) -> Any:
-    """Run one API conversation; an unreachable server is FP616, not a traceback."""
-    import httpx
-
-    try:
-        return asyncio.run(coroutine)
-    except (httpx.HTTPError, OSError) as exc:
-        raise ConfigError(
-            f"cannot reach the Prefect API: {exc}",
-            code="FP616",
-            hint="is the server running? check PREFECT_API_URL (unset it to resume locally)",
-        ) from None
 
 
 def _record_time(record: dict[str, Any]) -> float:
@@ -161,13 +139,29 @@ def describe(record: dict[str, Any]) -> str:
 @click.option(
     "--watch", is_flag=True, help="Through the API: wait until the retried run ends (exit 0/1)."
 )
+@click.option(
+    "--from",
+    "rerun_from",
+    multiple=True,
+    metavar="TASK",
+    help="Re-run the run (--flow-run, else the latest) from TASK: it and what follows are "
+    "asked again, the rest restored (a deployment's run: a new run on its work pool).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
-def command(path: Path, flow_run_id: str | None, watch: bool, as_json: bool) -> None:
+def command(
+    path: Path, flow_run_id: str | None, watch: bool, rerun_from: tuple[str, ...], as_json: bool
+) -> None:
     """Finish the latest run of the workflow at PATH that did not complete (failed,
     interrupted or crashed), reusing its checkpoints; a deployment's failed or crashed run is
-    retried through the Prefect API when PREFECT_API_URL is set."""
+    retried through the Prefect API when PREFECT_API_URL is set. With --from TASK, re-run a
+    run from that task instead."""
     with handle_errors(json_output=as_json, root=path):
         workflow = load(path)
+        if rerun_from:
+            from ._rerun import rerun
+
+            code = rerun(workflow, flow_run_id, rerun_from, watch=watch, as_json=as_json)
+            raise click.exceptions.Exit(code)
         how, target = choose(workflow, flow_run_id)
         if how == "api":
             raise click.exceptions.Exit(resume_through_api(target, watch=watch, as_json=as_json))

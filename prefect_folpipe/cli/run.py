@@ -271,9 +271,14 @@ def start_api() -> InfrastructureError | None:
 
 
 def _print_outcome(console: Any, result: Any) -> None:
-    line = checkpoint_line(result)
+    rerun = getattr(result, "rerun", None)
+    line = checkpoint_line(result) if rerun is None else None
     if line:
         console.print(line)
+    if rerun is not None:
+        from ..compile.history import rerun_line
+
+        console.print(rerun_line(rerun), markup=False, highlight=False, soft_wrap=True)
     usage = result.usage
     replayed = usage.get("replayed_calls") or 0
     costs = getattr(result, "costs", None)
@@ -322,6 +327,14 @@ def run_options(
     "--replies", type=click.Path(dir_okay=False, path_type=Path), help="Scripted replies file."
 )
 @click.option("--fresh", is_flag=True, help="Ignore checkpoints: re-run every task.")
+@click.option(
+    "--from",
+    "rerun_from",
+    multiple=True,
+    metavar="TASK",
+    help="Re-run TASK (name or path; repeatable) and what runs after it or depends on it; "
+    "restore the tasks before it from their checkpoints.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 @click.option(
     "--record",
@@ -346,6 +359,7 @@ def command(
     provider: str | None,
     replies: Path | None,
     fresh: bool,
+    rerun_from: tuple[str, ...],
     as_json: bool,
     record: Path | None,
     approve: tuple[str, ...],
@@ -358,4 +372,8 @@ def command(
         if install_deps:
             install_missing_dependencies(workflow)
         options = run_options(provider, replies, fresh, record, approve)
+        if rerun_from:
+            from ..compile.rerun import resolve_targets
+
+            options.rerun_from = resolve_targets(workflow, rerun_from)
     raise click.exceptions.Exit(execute(workflow, context, options, as_json))

@@ -128,13 +128,28 @@ def with_run_parameters(options: RunOptions, parameters: dict[str, Any]) -> RunO
     ``parameters``) applied."""
     fresh = bool(parameters.pop("fresh", False))
     reuse = parameters.pop("reuse_checkpoints", None)
-    if not fresh and reuse is None:
+    rerun = rerun_parameters(
+        parameters.pop("rerun_from", None), parameters.pop("restore_from", None)
+    )
+    if not fresh and reuse is None and not rerun:
         return options
     return replace(
         options,
         fresh=options.fresh or fresh,
         across_runs=options.across_runs if reuse is None else bool(reuse),
+        **rerun,
     )
+
+
+def rerun_parameters(rerun_from: Any, restore_from: Any) -> dict[str, Any]:
+    """``RunOptions`` fields of the ``rerun_from`` / ``restore_from`` run parameters."""
+    fields: dict[str, Any] = {}
+    if rerun_from:
+        names = [rerun_from] if isinstance(rerun_from, str) else list(rerun_from)
+        fields["rerun_from"] = tuple(str(name) for name in names)
+    if restore_from:
+        fields["lineage"] = str(restore_from)
+    return fields
 
 
 def not_run(
@@ -230,10 +245,16 @@ def run_workflow(
     replies: str | Path | None = None,
     fresh: bool = False,
     options: RunOptions | None = None,
+    rerun_from: str | list[str] | tuple[str, ...] = (),
 ) -> RunResult:
     """Run a workflow folder to completion and return its ``RunResult`` (never raises for a
-    failed task: check ``.status``; invalid folders raise ``WorkflowValidationError``)."""
+    failed task: check ``.status``; invalid folders raise ``WorkflowValidationError``).
+    ``rerun_from``: task names or paths asked again with what runs after them, the rest
+    restored from checkpoints (``folpipe run --from``)."""
     options = options or RunOptions(provider=provider, replies=replies, fresh=fresh)
+    if rerun_from:
+        names = (rerun_from,) if isinstance(rerun_from, str) else tuple(rerun_from)
+        options = replace(options, rerun_from=names)
     coro = arun_workflow(path, context, options=options)
     if _loop_running():
         raise RuntimeError("run_workflow() is synchronous; use `await arun_workflow(...)`")

@@ -32,6 +32,8 @@ from .approvals import ApprovalGates
 from .checkpoints import Restorer
 from .consolelog import prefix_every_line
 from .executor import LOG, LiveMode, TreeExecutor
+from .history import keep as keep_history
+from .history import rerun_line, rerun_report
 from .infra import SETTLE, interruption, settle_crashed_runs
 from .options import RunOptions
 from .passes import FlowRuntime
@@ -45,6 +47,8 @@ from .report import (
     cost_report,
     reported_tasks,
 )
+from .rerun import prepare as prepare_rerun
+from .rerun import quiet_passes
 from .runner import Runners
 from .shared import ModelServices, RunSpec, Services, override_of
 from .tags import RunTags
@@ -58,7 +62,8 @@ class WorkflowRun:
         self.workflow = workflow
         self.options = options
         self.plan = plan or build_plan(workflow)
-        self.spec = RunSpec.of(workflow, options, checkpoints=checkpoint_scope(options))
+        scope = checkpoint_scope(options, quiet_passes(self.plan, workflow, options.rerun_from))
+        self.spec = RunSpec.of(workflow, options, checkpoints=scope)
         self.local = ModelServices(workflow, self.spec)
         self.services: Services = self.local
         self.tracker = RunTracker(reported_tasks(self.plan), options.listeners)
@@ -112,17 +117,20 @@ class WorkflowRun:
             await self.runners.aclose()
 
 
-def checkpoint_scope(options: RunOptions) -> CheckpointScope:
+def checkpoint_scope(options: RunOptions, rerun: frozenset[str] = frozenset()) -> CheckpointScope:
     """How far this run's checkpoints reach (``compile.scope``): its lineage is the current
-    flow run (a UI Retry keeps it), or the run ``folpipe resume`` continues."""
+    flow run (a UI Retry keeps it), or the run ``folpipe resume`` continues; ``rerun``: the
+    passes ``--from`` asks again (``compile.rerun``), keyed on this flow run."""
     context = FlowRunContext.get()
     flow_run = context.flow_run if context is not None else None
-    lineage = options.lineage or (str(flow_run.id) if flow_run is not None else uuid.uuid4().hex)
+    own = str(flow_run.id) if flow_run is not None else uuid.uuid4().hex
     return CheckpointScope(
-        lineage=lineage,
+        lineage=options.lineage or own,
         deployment=flow_run is not None and flow_run.deployment_id is not None,
         across_runs=options.across_runs,
         fresh=options.fresh,
+        rerun=rerun,
+        rerun_id=own if rerun else "",
     )
 
 
@@ -202,6 +210,7 @@ async def _run_root(
     usage: dict[str, Any] = {}
     try:
         check_root_inputs(target, seeded)
+        prepare_rerun(workflow, context, options, run.plan, run.spec.checkpoints)
         await check_providers(run.local, list(target.walk()))
         await run.start()
         outcome = await run.executor.run_target(target, seeded)
@@ -222,8 +231,12 @@ async def _run_root(
     finally:
         await run.aclose()
     result = _result(run, workflow, target, seeded, outcome, flow_run_id, (by_task, usage))
+    if options.rerun_from and not isinstance(result.error, ConfigError):
+        before = record.name if record is not None else None
+        result.rerun = rerun_report(workflow, result, options.rerun_from, before)
     if record is not None:
         record.finish(result)
+        keep_history(record, workflow, result, run.tracker.passes)
     if run.spec.artifacts != "none":
         _summary(workflow, result, time.monotonic() - started)
     WRITER.touch(END_HOLD_S)  # the flow run is about to end: reports wait for that
@@ -355,6 +368,8 @@ def _summary(workflow: Workflow, result: RunResult, elapsed: float) -> None:
     key = artifacts.summary_key(workflow.name)
     cost = result.costs.total_usd if result.costs else 0.0
     description = f"folpipe run of {workflow.name}: {result.status} in {elapsed:.1f}s, ${cost:.4f}"
+    if result.rerun is not None:
+        description += f"; {rerun_line(result.rerun)}"
     artifacts.submit_summary(key, result.tasks, description, result.costs)
     if result.costs is not None:
         artifacts.submit_cost(slug(f"{workflow.name}-cost", limit=90), workflow.name, result.costs)

@@ -121,7 +121,8 @@ async def execute_pass(
     if task.settings.cache and runtime.spec.manifests and shared:
         record_pass(runtime, task, ref.phase, tuple(scope or ()), context, payload)
     runtime.charge(task, payload)
-    if task.settings.cache and ref.run.checkpoints.refreshes_shared(task):
+    runtime.observe(task, ref.phase, scope, outcome)
+    if task.settings.cache and ref.run.checkpoints.refreshes_shared(task, ref.phase):
         await refresh_shared(runtime, ref, task, context, scope, payload)
     if runtime.artifact_level == "all":
         await runtime.publish(task, ref.phase, label, outcome, payload)
@@ -140,7 +141,7 @@ def checkpoint_key(
     """The key of a pass's checkpoint: the content key of ``compile.cache``, plus the run's
     lineage unless the task reuses checkpoints across runs (``shared`` forces the shared key;
     see ``compile.scope``)."""
-    lineage = "" if shared else ref.run.checkpoints.salt(task)
+    lineage = "" if shared else ref.run.checkpoints.salt(task, ref.phase)
     return cache_key(
         task,
         runtime.identity(task),
@@ -254,7 +255,7 @@ def task_options(
         "persist_result": True,
     }
     ttl = ref.run.checkpoints.ttl(task)
-    if ttl and ref.run.checkpoints.across(task):
+    if ttl and ref.run.checkpoints.across(task, ref.phase):
         options["cache_expiration"] = timedelta(seconds=ttl)
     return options
 

@@ -34,6 +34,9 @@ class RunOptions:
     across_runs: bool | None = None
     """Reuse checkpoints of earlier runs; ``None``: ``settings.cache.across_runs``, else yes
     for local runs and no for deployment runs (``compile.scope``)."""
+    rerun_from: tuple[str, ...] = ()
+    """``--from``: ask these tasks (names or paths) and what runs after them again; restore
+    the rest from checkpoints (``compile.rerun``)."""
     lineage: str | None = None
     """Continue the checkpoint lineage of this flow run id (``folpipe resume``)."""
     record: Path | None = None

@@ -99,18 +99,21 @@ class PassRuntime:
         """The model-call journal of one pass (``None`` without an agent or checkpoints)."""
         if not task.runs_agent:
             return None
-        return journal_for(self.spec, task, phase, scope, self.salt(task) + self.reach(task))
+        return journal_for(self.spec, task, phase, scope, self.salt(task) + self.reach(task, phase))
 
-    def reach(self, task: Task) -> str:
+    def reach(self, task: Task, phase: str = "single") -> str:
         """How far the task's checkpoints reach (``compile.scope``): ``""`` when runs share
         them, else the run's lineage. Its journal and its gate's answer reach as far."""
-        return self.spec.checkpoints.salt(task)
+        return self.spec.checkpoints.salt(task, phase)
 
     async def attempt(self, task: Task, number: int) -> None:
         """An attempt of ``task``'s pass starts."""
 
     def charge(self, task: Task, payload: Payload) -> None:
         """An executed pass's usage, for the run report."""
+
+    def observe(self, task: Task, phase: str, scope: list | None, outcome: Any) -> None:
+        """An executed pass's conversation, for the run's history (``compile.history``)."""
 
     async def publish(
         self, task: Task, phase: str, label: str, outcome: Any, payload: Payload
@@ -143,6 +146,11 @@ class FlowRuntime(PassRuntime):
 
     def charge(self, task: Task, payload: Payload) -> None:
         self.tracker.charge(task.path, payload)
+
+    def observe(self, task: Task, phase: str, scope: list | None, outcome: Any) -> None:
+        from .history import pass_entry
+
+        self.tracker.passes.append(pass_entry(task, phase, scope, outcome))
 
     async def publish(
         self, task: Task, phase: str, label: str, outcome: Any, payload: Payload

@@ -32,7 +32,7 @@ CONTEXT_PARAMETER = inspect.Parameter(
     default=None,
     annotation=dict[str, Any] | None,
 )
-RUN_PARAMETERS = ("fresh", "reuse_checkpoints")
+RUN_PARAMETERS = ("fresh", "reuse_checkpoints", "rerun_from", "restore_from")
 """Run options every workflow flow (and so every deployment) takes besides its inputs."""
 RESERVED = ("context", *RUN_PARAMETERS)
 TYPES: dict[str, Any] = {
@@ -85,6 +85,10 @@ RUN_PARAMETER_HELP = {
     "fresh": "re-run every task: ignore the checkpoints of earlier runs",
     "reuse_checkpoints": "reuse checkpoints of earlier runs (empty: the workflow's "
     "settings.cache.across_runs; deployment runs re-run every task unless it opts in)",
+    "rerun_from": "task names or paths to ask again, with what runs after them; the rest "
+    "comes from checkpoints (folpipe run --from)",
+    "restore_from": "the flow run whose checkpoints the other tasks come from (empty: this "
+    "run's own; folpipe resume --flow-run ID --from TASK sets it)",
 }
 
 
@@ -93,6 +97,8 @@ def _run_parameters() -> list[inspect.Parameter]:
     return [
         inspect.Parameter("fresh", keyword, default=False, annotation=bool),
         inspect.Parameter("reuse_checkpoints", keyword, default=None, annotation=bool | None),
+        inspect.Parameter("rerun_from", keyword, default=None, annotation=list[str] | None),
+        inspect.Parameter("restore_from", keyword, default=None, annotation=str | None),
     ]
 
 

@@ -83,6 +83,8 @@ class Settings:
     fresh: bool = False
     offline: bool = False
     """Every task answers from a scripted/replay provider: calls cost nothing."""
+    rerun: Any = None
+    """``(path, phase) -> bool``: the passes a ``--from`` run asks again (``compile.rerun``)."""
 
 
 def preview(workflow: Workflow, context: Mapping[str, Any] | None, settings: Settings) -> Preview:

@@ -89,6 +89,9 @@ class PassJudge:
         if self.settings.fresh:
             step.reasons.append("--fresh")
             return None
+        if self.settings.rerun is not None and self.settings.rerun(task.path, phase):
+            step.reasons.append("--from")
+            return None
         if not task.settings.cache:
             step.reasons.append("settings.cache: false")
             return None

@@ -32,10 +32,25 @@ class CheckpointScope:
     across_runs: bool | None = None
     """The run's own choice (``reuse_checkpoints`` / ``RunOptions.across_runs``)."""
     fresh: bool = False
+    rerun: frozenset[str] = frozenset()
+    """Passes a ``--from`` run asks again (``compile.rerun``): ``path`` (every pass of the
+    task) or ``path|final`` (only its final pass); like ``fresh``, but for them alone."""
+    rerun_id: str = ""
+    """What keys the re-run passes apart from every earlier run (this run's own id)."""
 
-    def across(self, task: Task) -> bool:
+    def reruns(self, task: Task, phase: str = "single") -> bool:
+        """Whether ``--from`` asks this pass again."""
+        return bool(self.rerun) and (
+            task.path in self.rerun or f"{task.path}|{phase}" in self.rerun
+        )
+
+    def renews(self, task: Task, phase: str = "single") -> bool:
+        """The pass ignores earlier runs' checkpoints and answers (``fresh`` or ``--from``)."""
+        return self.fresh or self.reruns(task, phase)
+
+    def across(self, task: Task, phase: str = "single") -> bool:
         """Whether ``task`` reuses (and writes) the checkpoints shared between runs."""
-        if self.fresh:
+        if self.renews(task, phase):
             return False
         return self.shared(task)
 
@@ -48,13 +63,17 @@ class CheckpointScope:
             return declared
         return not self.deployment
 
-    def salt(self, task: Task) -> str:
-        """What the checkpoint key adds: nothing across runs, else the run's lineage."""
-        return "" if self.across(task) else f"lineage:{self.lineage}"
+    def salt(self, task: Task, phase: str = "single") -> str:
+        """What the checkpoint key adds: nothing across runs, else the run's lineage (and,
+        for a pass ``--from`` asks again, this run's id: not even its lineage's answer)."""
+        if self.reruns(task, phase):
+            return f"lineage:{self.lineage}|rerun:{self.rerun_id}"
+        return "" if self.across(task, phase) else f"lineage:{self.lineage}"
 
-    def refreshes_shared(self, task: Task) -> bool:
-        """A fresh run also rewrites the shared checkpoint that later runs reuse."""
-        return self.fresh and self.shared(task)
+    def refreshes_shared(self, task: Task, phase: str = "single") -> bool:
+        """A fresh run (or a pass ``--from`` asks again) also rewrites the shared checkpoint
+        that later runs reuse."""
+        return self.renews(task, phase) and self.shared(task)
 
     def ttl(self, task: Task) -> float | None:
         """Seconds a shared checkpoint stays reusable (lineage ones never age)."""

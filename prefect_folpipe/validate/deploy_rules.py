@@ -171,12 +171,14 @@ def declared_inputs(config: TaskConfig) -> tuple[str, ...]:
 
 
 # parameters every folpipe flow accepts besides the declared inputs
-FLOW_PARAMETERS = ("context", "fresh", "reuse_checkpoints")
+FLOW_PARAMETERS = ("context", "fresh", "reuse_checkpoints", "rerun_from", "restore_from")
 GENERIC_FLOW_PARAMETERS = (
     "path",
     "context",
     "fresh",
     "reuse_checkpoints",
+    "rerun_from",
+    "restore_from",
     "provider",
     "replies",
     "result_storage",

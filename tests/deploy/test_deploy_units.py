@@ -183,10 +183,10 @@ def test_parameter_signature_lists_inputs_then_context() -> None:
         {"input": {"required": ["topic"], "optional": ["depth", "not-an-identifier"]}}
     )
     signature = parameter_signature(config)
-    names = ["context", "topic", "depth", "fresh", "reuse_checkpoints"]
-    assert list(signature.parameters) == names
+    names = ["context", "topic", "depth", "fresh", "reuse_checkpoints", "rerun_from"]
+    assert list(signature.parameters) == [*names, "restore_from"]
     kinds = [p.kind for p in signature.parameters.values()]
-    assert kinds == [inspect.Parameter.POSITIONAL_OR_KEYWORD, *[inspect.Parameter.KEYWORD_ONLY] * 4]
+    assert kinds == [inspect.Parameter.POSITIONAL_OR_KEYWORD, *[inspect.Parameter.KEYWORD_ONLY] * 6]
     # a required input has no default (the form requires it); an optional one defaults to None
     assert signature.parameters["topic"].default is inspect.Parameter.empty
     assert signature.parameters["depth"].default is None

@@ -26,7 +26,8 @@ def test_root_inputs_are_the_flows_parameters(report: Path) -> None:
     schema = folder_to_flow(report).parameters.model_dump()
     properties = schema["properties"]
     assert list(properties) == [
-        "context", "topic", "audience", "pages", "fresh", "reuse_checkpoints"
+        "context", "topic", "audience", "pages", "fresh", "reuse_checkpoints", "rerun_from",
+        "restore_from",
     ]  # fmt: skip
     assert schema["required"] == ["topic"]
     assert properties["topic"]["type"] == "string"

@@ -27,7 +27,9 @@ def test_folder_to_flow_called_synchronously_returns_final_context(make_workflow
     flow = folder_to_flow(make_workflow(_two_leaves()))
     assert flow.name == "api-wf"
     # context first; the run options every deployment gets; nothing required
-    assert list(flow.parameters.properties) == ["context", "fresh", "reuse_checkpoints"]
+    assert list(flow.parameters.properties) == [
+        "context", "fresh", "reuse_checkpoints", "rerun_from", "restore_from"
+    ]  # fmt: skip
     assert not flow.parameters.required
     final = flow(context={"extra": True})
     assert final == {"seed": 1, "extra": True, "a": "ay", "b": "bee"}

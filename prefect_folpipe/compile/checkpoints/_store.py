@@ -115,5 +115,5 @@ def journal_for(
         namespace,
         workflow_root=spec.root_dir,
         run=spec.key,
-        only_run=spec.checkpoints.fresh,
+        only_run=spec.checkpoints.renews(task, phase),
     )

@@ -7,7 +7,15 @@ from __future__ import annotations
 from ._background import END_HOLD_S, EXIT_FLUSH_S, WRITER, flush_artifacts
 from ._costs import cost_report
 from ._records import RunResult, RunTracker, Status, TaskRecord, reported_tasks
-from ._runs import RunRecord, list_runs, resumable_run, settle_dead_runs, write_record
+from ._runs import (
+    RunRecord,
+    list_runs,
+    read_record,
+    resumable_run,
+    runs_dir,
+    settle_dead_runs,
+    write_record,
+)
 from ._tasklog import CoalescedLog
 
 __all__ = [
@@ -23,8 +31,10 @@ __all__ = [
     "cost_report",
     "flush_artifacts",
     "list_runs",
+    "read_record",
     "reported_tasks",
     "resumable_run",
+    "runs_dir",
     "settle_dead_runs",
     "write_record",
 ]

@@ -98,6 +98,8 @@ class RunTracker:
                 record.status, record.error = "skipped", DISABLED
             self.records[task.path] = record
         self.listeners = list(listeners)
+        self.passes: list[dict[str, Any]] = []
+        """Every agent pass that ran in the flow's process (``compile.history.pass_entry``)."""
 
     def _emit(self, event: str, record: TaskRecord) -> None:
         for listener in self.listeners:
@@ -187,6 +189,8 @@ class RunResult:
     """The exception that failed the run (not part of the JSON document)."""
     costs: Any = None
     """The run's ``compile.costs.CostReport`` (the cost artifact; not part of the JSON)."""
+    rerun: dict[str, Any] | None = None
+    """A ``--from`` run: what re-ran, what was restored, spent and saved (``compile.history``)."""
 
     @property
     def usage(self) -> dict[str, int]:
@@ -215,13 +219,16 @@ class RunResult:
         return [row["path"] for row in self.tasks if row["status"] == "cached"]
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        document = {
             "status": self.status,
             "flow_run_id": self.flow_run_id,
             "context": self.context,
             "tasks": self.tasks,
             "usage": self.usage,
         }
+        if self.rerun is not None:
+            document["rerun"] = self.rerun
+        return document
 
     def to_json(self, *, indent: int | None = None) -> str:
         """The exact ``folpipe run --json`` document."""
