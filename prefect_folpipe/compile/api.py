@@ -14,6 +14,7 @@ from prefect.context import FlowRunContext
 from prefect.states import Failed
 from prefect.utilities.asyncutils import run_coro_as_sync
 
+from .. import telemetry
 from ..errors import ConfigError, InfrastructureError, WorkflowFailed
 from ..workflow.config import TaskConfig
 from ..workflow.tree import Workflow
@@ -89,6 +90,7 @@ def make_flow(
     runner pickles the flow with every submission, and they stay in this process.
     """
     Runners(build_plan(workflow)).check()  # FP640 / FP607 now rather than at the first leaf
+    telemetry.prepare()  # exporting before Prefect starts the flow run's own span
     live = ProcessLocal((workflow, options, sink))
 
     async def folpipe_workflow(

@@ -14,10 +14,12 @@ import asyncio
 import time
 import uuid
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from prefect.context import FlowRunContext
 
+from .. import telemetry
 from ..agent import run_task
 from ..errors import ConfigError, MissingInputError, ProviderError, RunInterrupted
 from ..workflow.heap import older_objects_set_aside
@@ -155,16 +157,32 @@ async def run_root(
     raises for task failures (``RunResult.status == "failed"``, ``.error``). The objects
     alive when it starts stay out of garbage-collection passes until it ends (``workflow.heap``).
     """
-    with older_objects_set_aside():
-        return await _run_root(workflow, context, options or RunOptions())
+    options = options or RunOptions()
+    with older_objects_set_aside(), _run_span(workflow, options) as span:
+        result = await _run_root(workflow, context, options, span.traceparent)
+        span.finish(result.status, result.tasks, result.costs.total_usd if result.costs else 0)
+        return result
+
+
+def _run_span(workflow: Workflow, options: RunOptions) -> Any:
+    """The run's span (``telemetry``); Prefect's task runs nest in it (the flow run's labels
+    say where they do)."""
+    context = FlowRunContext.get()
+    flow_run = context.flow_run if context is not None else None
+    labels = flow_run.labels if flow_run is not None else None
+    return telemetry.run_span(workflow.name, labels=labels, lineage=options.lineage)
 
 
 async def _run_root(
-    workflow: Workflow, context: Mapping[str, Any] | None, options: RunOptions
+    workflow: Workflow,
+    context: Mapping[str, Any] | None,
+    options: RunOptions,
+    trace: str | None = None,
 ) -> RunResult:
     WRITER.touch()
     SETTLE.arm()
     run = WorkflowRun(workflow, options)
+    run.spec = replace(run.spec, trace=trace)  # the leaves continue the run's trace
     flow_run_id, _ = await asyncio.gather(_tag_flow_run(run.tags.of()), run.tags.read_limits())
     record = await _start_record(workflow, context, options, flow_run_id)
     if record is not None:

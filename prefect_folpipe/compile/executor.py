@@ -16,6 +16,7 @@ from typing import Any
 from prefect.logging import get_run_logger
 from prefect.utilities.annotations import allow_failure
 
+from .. import telemetry
 from ..errors import FolpipeError
 from ..workflow.context import ERRORS_KEY
 from ..workflow.names import RESTORED_SUFFIX
@@ -105,6 +106,8 @@ class TreeExecutor:
         state = await runner.run(self.tasks.leaf(task, phase), parameters, wait_for)
         SETTLE.expect(state)
         outcome = await settle_pass(task, state)
+        if outcome.status == "cached":  # the pass did not run: its checkpoint answered
+            telemetry.restored(task.path, parameters["label"], phase)
         await runner.report(task, state, outcome, self.tracker)
         return outcome
 
@@ -322,6 +325,7 @@ class CheckpointReplay(TreeExecutor):
         if hit is None:
             raise NotRestorable(task.path)
         self.entries.append(RestoredPass(task.path, label, "cached", hit.key, hit.where))
+        telemetry.restored(task.path, label, phase)
         return Outcome("cached", dict(hit.payload["delta"]))
 
     async def gate(self, task: Task, context: dict[str, Any], scope: Scope) -> dict[str, Any]:
