@@ -40,7 +40,7 @@ from .plan import Plan, build_plan
 from .recovery import settle_crashed_runs
 from .report import RunResult, RunTracker, reported_tasks
 from .runner import Runners
-from .runs import RunRecord
+from .runs import RunRecord, read_record, runs_dir
 from .runtime import ModelServices, RunSpec, Services
 from .scope import CheckpointScope
 from .server import SETTLE
@@ -170,7 +170,17 @@ def _run_span(workflow: Workflow, options: RunOptions) -> Any:
     context = FlowRunContext.get()
     flow_run = context.flow_run if context is not None else None
     labels = flow_run.labels if flow_run is not None else None
-    return telemetry.run_span(workflow.name, labels=labels, lineage=options.lineage)
+    resumes = _resumed_trace(workflow, options) if options.resumed_from else None
+    return telemetry.run_span(
+        workflow.name, labels=labels, lineage=options.lineage, resumes=resumes
+    )
+
+
+def _resumed_trace(workflow: Workflow, options: RunOptions) -> str | None:
+    """The traceparent of the run ``folpipe resume`` continues (its run record keeps it)."""
+    record = read_record(runs_dir(workflow.root_dir) / str(options.resumed_from)) or {}
+    trace = record.get("trace")
+    return trace if isinstance(trace, str) else None
 
 
 async def _run_root(
@@ -187,6 +197,9 @@ async def _run_root(
     record = await _start_record(workflow, context, options, flow_run_id)
     if record is not None:
         record.follow(run.tracker)
+        if trace:  # a resume of this run links its trace to this one
+            record.data["trace"] = trace
+            record.save()
     target = _target(workflow, options)
     seeded = seed_context(workflow, context)
     started = time.monotonic()
