@@ -21,9 +21,13 @@ import sys
 import threading
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import unquote
+
+from ..workflow.redaction import register_secret
 
 LOG = logging.getLogger("prefect_folpipe.telemetry")
 ENDPOINT_VARS = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
+HEADER_VARS = ("OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS")
 PROTOCOL_VARS = ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL")
 DEFAULT_SERVICE = "folpipe"
 SCHEMA_URL = "https://opentelemetry.io/schemas/1.44.0"
@@ -118,6 +122,7 @@ def _new_provider() -> Any:
     if _recording(trace.get_tracer_provider()):
         return False  # the user's own provider wins; flushing it is the user's business
     _check_protocol()
+    _register_header_secrets()
     resource = Resource.create()  # reads OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES
     if str(resource.attributes.get(SERVICE_NAME, "")).startswith("unknown_service"):
         resource = resource.merge(Resource({SERVICE_NAME: DEFAULT_SERVICE}))
@@ -125,6 +130,16 @@ def _new_provider() -> Any:
     provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
     trace.set_tracer_provider(provider)  # shut down (hence flushed) when the process exits
     return provider
+
+
+def _register_header_secrets() -> None:
+    """The exporter's headers carry the backend's credentials (``Authorization=...``): every
+    sink masks their values, though the variables' names do not say they are secret."""
+    for name in HEADER_VARS:
+        for pair in os.environ.get(name, "").split(","):
+            _, _, value = pair.partition("=")
+            value = unquote(value.strip())
+            register_secret(value, *value.split(" ")[1:])  # "Basic <token>": the token too
 
 
 def _check_protocol() -> None:

@@ -99,3 +99,14 @@ def test_spans_go_to_the_provider_the_user_configured(cli_env, tmp_path) -> None
     assert operations.count("invoke_agent") == 2
     assert operations.count("chat") == 3 and operations.count("execute_tool") == 2
     assert len({span["trace"] for span in spans}) == 1
+
+
+def test_the_exporters_header_values_are_masked_everywhere(monkeypatch) -> None:
+    from prefect_folpipe.telemetry import setup
+    from prefect_folpipe.workflow.redaction import SECRETS
+
+    token = "bGFuZ2Z1c2U6c2VjcmV0LTk5MTI="
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS", f"Authorization=Basic%20{token},x-team=ops")
+    setup._register_header_secrets()
+    assert token not in SECRETS.text(f"sent with {token}")
+    assert "x-team" in SECRETS.text("x-team")  # a header's name is not secret
