@@ -64,6 +64,7 @@ def _files() -> dict[str, Any]:
         "subtasks/10_fetch/instructions.md": MARKER,
         "subtasks/10_fetch/task.yaml": {"output": ["facts"]},
         "subtasks/10_fetch/tools.md": TOOLS_MD,
+        "subtasks/10_fetch/hooks/pre_run.py": "def run(ctx, task):\n    ctx.context['ready'] = 1\n",
         "subtasks/20_write/instructions.md": "Write it up.",
         "subtasks/20_write/task.yaml": {"output": ["text"]},
     }
@@ -118,10 +119,14 @@ def operation(spans: list[Span], name: str) -> list[Span]:
 
 def test_a_run_exports_one_trace_of_genai_spans(cli_env, receiver, tmp_path):
     endpoint, got = receiver
-    wf = write(tmp_path / "wf", _files())
-    proc = folpipe(
-        traced_env(cli_env, endpoint, OTEL_SERVICE_NAME="otel-test"), "run", wf, "--json"
-    )
+    files = _files()
+    files["subtasks/20_write/task.yaml"]["approval"] = {
+        "prompt": "Write it?",
+        "input": {"approved": "bool"},
+    }
+    wf = write(tmp_path / "wf", files)
+    env = traced_env(cli_env, endpoint, OTEL_SERVICE_NAME="otel-test")
+    proc = folpipe(env, "run", wf, "--json", "--approve", "approved=yes")
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert got.wait_for("invoke_workflow"), "no run span arrived"
     spans = list(got.spans)
@@ -152,6 +157,12 @@ def test_a_run_exports_one_trace_of_genai_spans(cli_env, receiver, tmp_path):
     # Prefect's task-run span sits between the run and each pass
     for agent in agents:
         assert index[agent.parent_id].get("prefect.run.type") == "task"
+
+    # the hook inside its pass, the approval gate inside the run
+    [hook] = [span for span in spans if span.name == "hook pre_run"]
+    assert index[hook.parent_id]["gen_ai.agent.name"] == "fetch"
+    [gate] = [span for span in spans if span.get("folpipe.operation") == "approval"]
+    assert gate["folpipe.approval.source"] == "preset" and run in ancestors(gate, index)
 
     for chat in chats:
         assert chat["gen_ai.provider.name"] == "scripted"
