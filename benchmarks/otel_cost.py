@@ -1,4 +1,4 @@
-"""(13) The cost of tracing: scenario (3), the 200-task chain, and scenario (1), the 50-wide
+"""The cost of tracing: scenario (3), the 200-task chain, and scenario (1), the 50-wide
 group (1 s latency), with OpenTelemetry export on (OTLP/HTTP to a local receiver) and off.
 
 A tracer provider is global to its process, so each measurement is a process of its own: a
