@@ -20,7 +20,10 @@ from typing import Any
 
 from prefect import flow
 
+from . import telemetry
 from .workflow.names import GENERIC_FLOW_NAME
+
+telemetry.prepare()  # a worker imports this module before it starts the flow run (and its span)
 
 
 def run_name() -> str:

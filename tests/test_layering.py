@@ -21,6 +21,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "openai": ("providers/openai.py",),
     "ollama": ("providers/ollama.py",),
     "mcp": ("tools/mcp.py",),
+    "opentelemetry": ("telemetry/",),
 }
 
 

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from .. import telemetry
 from .._messages import (
     AssistantMessage,
     Message,
@@ -193,6 +194,14 @@ async def _call_model(
     agent: AgentPass, convo: Conversation, definitions: tuple[ToolDefinition, ...]
 ) -> ModelResponse:
     request = build_request(agent, tuple(convo.messages), definitions)
+    with telemetry.chat_span(provider_name(agent.provider), request, convo) as span:
+        response = await _answer(agent, convo, request)
+        span.answered(response)
+        return response
+
+
+async def _answer(agent: AgentPass, convo: Conversation, request: ModelRequest) -> ModelResponse:
+    """The answer to ``request``: from the journal when an earlier attempt paid for it."""
     if agent.journal is not None:
         replayed = await agent.journal.replay(request, provider_name(agent.provider))
         if replayed is not None:

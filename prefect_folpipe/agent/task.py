@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
+from .. import telemetry
 from ..errors import ConfigError, MissingInputError, TaskError
 from ..providers.base import Provider
 from ..providers.registry import provider_name
@@ -241,9 +242,11 @@ async def _hook(
 ) -> dict[str, Any]:
     from ..tools.hooks import run_hook
 
-    returned = await run_hook(
-        stage, task.hooks[stage], context=working, task=task, workflow=workflow, logger=logger
-    )
+    hook = task.hooks[stage]
+    with telemetry.hook_span(stage, getattr(hook, "suffix", "").lstrip(".") or "http"):
+        returned = await run_hook(
+            stage, hook, context=working, task=task, workflow=workflow, logger=logger
+        )
     return dict(returned) if isinstance(returned, Mapping) else working
 
 

@@ -14,6 +14,7 @@ from prefect.context import FlowRunContext
 from prefect.states import Failed
 from prefect.utilities.asyncutils import run_coro_as_sync
 
+from .. import telemetry
 from ..errors import ConfigError, InfrastructureError, WorkflowFailed
 from ..plan import Plan, build_plan
 from ..plan.contextops import describe_error
@@ -93,6 +94,7 @@ def make_flow(
     if plan is None:
         plan = build_plan(workflow)
         Runners(plan).check()  # FP640 / FP607 now rather than at the first leaf
+    telemetry.prepare()  # exporting before Prefect starts the flow run's own span
     live = ProcessLocal((workflow, plan, options, sink))
 
     async def folpipe_workflow(

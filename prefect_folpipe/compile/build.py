@@ -14,10 +14,12 @@ import asyncio
 import time
 import uuid
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from prefect.context import FlowRunContext
 
+from .. import telemetry
 from .._process.heap import older_objects_set_aside
 from ..agent import run_task
 from ..errors import ConfigError, MissingInputError, ProviderError, RunInterrupted
@@ -45,7 +47,9 @@ from .report import (
     RunTracker,
     artifacts,
     cost_report,
+    read_record,
     reported_tasks,
+    runs_dir,
 )
 from .rerun import prepare as prepare_rerun
 from .rerun import quiet_passes
@@ -188,21 +192,51 @@ async def run_root(
     raises for task failures (``RunResult.status == "failed"``, ``.error``). The objects
     alive when it starts stay out of garbage-collection passes until it ends (``workflow.heap``).
     """
-    with older_objects_set_aside():
-        return await _run_root(workflow, context, options or RunOptions(), plan)
+    options = options or RunOptions()
+    with older_objects_set_aside(), _run_span(workflow, options) as span:
+        result = await _run_root(workflow, context, options, plan, span.traceparent)
+        span.finish(result.status, result.tasks, result.costs.total_usd if result.costs else 0)
+        return result
+
+
+def _run_span(workflow: Workflow, options: RunOptions) -> Any:
+    """The run's span (``telemetry``); Prefect's task runs nest in it (the flow run's labels
+    say where they do)."""
+    context = FlowRunContext.get()
+    flow_run = context.flow_run if context is not None else None
+    labels = flow_run.labels if flow_run is not None else None
+    resumes = _resumed_trace(workflow, options) if options.resumed_from else None
+    return telemetry.run_span(
+        workflow.name, labels=labels, lineage=options.lineage, resumes=resumes
+    )
+
+
+def _resumed_trace(workflow: Workflow, options: RunOptions) -> str | None:
+    """The traceparent of the run ``folpipe resume`` continues (its run record keeps it)."""
+    record = read_record(runs_dir(workflow.root_dir) / str(options.resumed_from)) or {}
+    trace = record.get("trace")
+    return trace if isinstance(trace, str) else None
 
 
 async def _run_root(
-    workflow: Workflow, context: Mapping[str, Any] | None, options: RunOptions, plan: Plan | None
+    workflow: Workflow,
+    context: Mapping[str, Any] | None,
+    options: RunOptions,
+    plan: Plan | None,
+    trace: str | None = None,
 ) -> RunResult:
     WRITER.touch()
     SETTLE.arm()
     prefix_every_line()  # the task logs' joined lines, each with its prefix on a terminal
     run = WorkflowRun(workflow, options, plan)
+    run.spec = replace(run.spec, trace=trace)  # the leaves continue the run's trace
     flow_run_id, _ = await asyncio.gather(_tag_flow_run(run.tags.of()), run.tags.read_limits())
     record = await _start_record(workflow, context, options, flow_run_id)
     if record is not None:
         record.follow(run.tracker)
+        if trace:  # a resume of this run links its trace to this one
+            record.data["trace"] = trace
+            record.save()
     target = _target(workflow, options)
     seeded = seed_context(workflow, context)
     started = time.monotonic()

@@ -18,6 +18,7 @@ from typing import Any, Protocol
 from prefect.logging import get_run_logger
 from prefect.utilities.annotations import allow_failure
 
+from .. import telemetry
 from ..errors import FolpipeError
 from ..plan import Plan
 from ..plan.contextops import ContextBox, child_context, describe_error, merge_delta
@@ -281,6 +282,8 @@ class LiveMode:
         state = await runner.run(ex.tasks.leaf(task, phase), parameters, wait_for)
         SETTLE.expect(state)
         outcome = await settle_pass(task, state)
+        if outcome.status == "cached":  # the pass did not run: its checkpoint answered
+            telemetry.restored(task.path, parameters["label"], phase)
         await runner.report(task, state, outcome, ex.tracker)
         return outcome
 

@@ -24,6 +24,7 @@ from prefect.cache_policies import NO_CACHE
 from prefect.context import TaskRunContext
 from prefect.logging import get_run_logger
 
+from .. import telemetry
 from ..plan import NodePlan, cache_key, key_parts, write_manifest
 from ..plan.contextops import unbox
 from ..workflow.names import slug
@@ -85,6 +86,26 @@ def runtime_of(ref: LeafRef, live: ProcessLocal) -> PassRuntime:
 
 
 async def execute_pass(
+    runtime: PassRuntime, ref: LeafRef, context: dict[str, Any], label: str, scope: list | None
+) -> Payload:
+    """One pass in its span (``telemetry``: ``invoke_agent``, in the run's trace)."""
+    task, task_run = runtime.task(ref.path), TaskRunContext.get()
+    attempt = task_run.task_run.run_count if task_run else 1
+    with telemetry.agent_span(
+        task.path,
+        agent=task.runs_agent,
+        phase=ref.phase,
+        iteration=scope,
+        attempt=attempt,
+        label=label,
+        traceparent=ref.run.trace,
+    ) as span:
+        payload = await _execute_pass(runtime, ref, context, label, scope)
+        span.finish(payload)
+        return payload
+
+
+async def _execute_pass(
     runtime: PassRuntime, ref: LeafRef, context: dict[str, Any], label: str, scope: list | None
 ) -> Payload:
     WRITER.touch()

@@ -50,6 +50,8 @@ class RunSpec:
     """How far the run's checkpoints reach (its lineage, fresh, across runs)."""
     manifests: str | None = None
     """Where checkpoint manifests go (``compile.manifest``)."""
+    trace: str | None = None
+    """The W3C traceparent of the run's span when the run is traced (``telemetry``)."""
 
     @classmethod
     def of(

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
+from .. import telemetry
 from .._messages import ToolCall, ToolDefinition, ToolResult
 from ..authoring import ToolContext
 from ..errors import ToolError, did_you_mean
@@ -211,9 +212,18 @@ class Toolbox:
     async def call(self, call: ToolCall) -> ToolResult:
         """Run one tool call and answer it; tool problems become ``is_error`` results."""
         started = time.perf_counter()
-        outcome = await self._dispatch(call)
-        content = self._finish(outcome.text(), self.tools.get(call.name))
-        duration = time.perf_counter() - started
+        spec = self.tools.get(call.name)
+        with telemetry.tool_span(call, spec.kind if spec else None) as span:
+            outcome = await self._dispatch(call)
+            content = self._finish(outcome.text(), spec)
+            duration = time.perf_counter() - started
+            span.done(
+                content,
+                outcome.is_error,
+                code=outcome.code,
+                attempts=outcome.attempts,
+                duration_s=duration,
+            )
         record = ToolCallRecord(
             call_id=call.id,
             name=call.name,
@@ -238,6 +248,9 @@ class Toolbox:
         )
         record.replayed = True
         self.log.append(record)
+        spec = self.tools.get(call.name)
+        with telemetry.tool_span(call, spec.kind if spec else None, replayed=True) as span:
+            span.done(result.content, result.is_error, code=None, attempts=0, duration_s=0.0)
 
     async def aclose(self) -> None:
         """Release HTTP clients and runner resources."""

@@ -32,6 +32,7 @@ from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any
 
+from ... import telemetry
 from ...plan import cache_key
 from ...plan.failures import ApprovalFailed
 from ...redaction import redact_secrets
@@ -72,15 +73,18 @@ class ApprovalGates:
         """The answer of ``task``'s gate (raises ``ApprovalFailed`` / ``ApprovalTimedOut``, or
         Prefect's ``Pause`` when the run is suspended to wait for it)."""
         question = self.question(task, context, scope)
-        key = self._answer_key(task, context, scope, question)
-        saved = await self.read(f"approvals/{key}.json")
-        if isinstance(saved, dict) and isinstance(saved.get("answer"), dict):
-            return dict(saved["answer"])
-        answer = self._preset(question)
-        if answer is None:
-            answer = await self._wait(task, question, key, scope)
-        await self.write(f"approvals/{key}.json", {"task": task.path, "answer": answer})
-        return answer
+        with telemetry.approval_span(task.path, question.label) as span:
+            key = self._answer_key(task, context, scope, question)
+            saved = await self.read(f"approvals/{key}.json")
+            if isinstance(saved, dict) and isinstance(saved.get("answer"), dict):
+                span.answered("checkpoint")
+                return dict(saved["answer"])
+            answer, source = self._preset(question), "preset"
+            if answer is None:
+                answer, source = await self._wait(task, question, key, scope), "asked"
+            span.answered(source)
+            await self.write(f"approvals/{key}.json", {"task": task.path, "answer": answer})
+            return answer
 
     @staticmethod
     def question(task: Task, context: Mapping[str, Any], scope: tuple[int, ...]) -> Question:

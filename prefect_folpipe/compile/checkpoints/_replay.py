@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from prefect import tags as prefect_tags
 
+from ... import telemetry
 from ...plan.contextops import ContextBox
 from ...plan.execution import Outcome, Scope
 from ...workflow.names import RESTORED_SUFFIX, pass_label, restored_tag
@@ -55,6 +56,7 @@ class ReplayMode:
         if hit is None:
             raise NotRestorable(task.path)
         self.entries.append(RestoredPass(task.path, label, "cached", hit.key, hit.where))
+        telemetry.restored(task.path, label, phase)
         return Outcome("cached", dict(hit.payload["delta"]))
 
     async def gate(
