@@ -161,7 +161,10 @@ def _target(workflow: Workflow, options: RunOptions) -> Task:
 
 def check_run_sdks(workflow: Workflow, options: RunOptions) -> None:
     """FP321 when a task of this run needs a model / MCP SDK this interpreter cannot import
-    (found without importing it: nothing has started yet)."""
+    (found without importing it: nothing has started yet). A stand-in runner (``folpipe
+    test``'s stubs) decides itself what its tasks call: not checked."""
+    if options.runner is not None:
+        return
     override = override_of(options)
     tasks = _target(workflow, options).walk()
     check_sdks(workflow, tasks, override.name if override is not None else None)

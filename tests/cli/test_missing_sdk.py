@@ -169,3 +169,14 @@ def test_validate_command_warns_and_exits_zero(tmp_path):
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout + proc.stderr
     assert "FP321" in out and "prefect-folpipe[anthropic]" in out
+
+
+def test_a_stand_in_runner_is_not_refused(tmp_path, no_anthropic):
+    """``folpipe test`` runs tasks through its own runner, with stubbed tools: not checked."""
+    from prefect_folpipe.compile.build import check_run_sdks
+    from prefect_folpipe.compile.options import RunOptions
+
+    workflow = load_workflow(claude_folder(tmp_path / "wf"))
+    with pytest.raises(ConfigError):
+        check_run_sdks(workflow, RunOptions())
+    check_run_sdks(workflow, RunOptions(runner=lambda *a, **k: None))
