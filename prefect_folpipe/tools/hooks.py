@@ -37,6 +37,7 @@ from ..loader.code import exits_refused
 from ..workflow.agentflow import agentflow_imports, with_agentflow
 from ..workflow.config import HttpHook
 from ..workflow.marker import Hook
+from ..workflow.printed import printed_to
 from ..workflow.toolcontext import ToolContext
 from ..workflow.tree import ToolSpec
 from .redact import redact_secrets
@@ -73,7 +74,8 @@ async def run_hook(
     path = Path(hook_file)
     try:
         if path.suffix == ".py":
-            await _run_python_hook(stage, path, context, task, workflow, log)
+            with printed_to(log, f"{stage} hook"):  # its print()s: the task's log, masked
+                await _run_python_hook(stage, path, context, task, workflow, log)
         elif path.suffix == ".sh":
             await _run_shell_hook(stage, path, context, task, workflow, log)
         else:
