@@ -146,5 +146,6 @@ def test_printed_lines_go_to_the_logger_masked_and_other_output_is_untouched(
     assert records == [
         (logging.INFO, "pre_run hook printed: one [REDACTED]"),
         (logging.WARNING, "pre_run hook printed on stderr: err [REDACTED]"),
-        (logging.INFO, "pre_run hook printed: from a worker thread"),  # the partial line, at the end
+        # the partial line, when the block ends
+        (logging.INFO, "pre_run hook printed: from a worker thread"),
     ]
