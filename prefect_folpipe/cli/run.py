@@ -21,7 +21,7 @@ from ..errors import ConfigError, FolpipeError, InfrastructureError
 from ..workflow.jsondata import check_plain, load_yaml
 from ..workflow.jsondata import loads as strict_json
 from ..workflow.tree import Workflow
-from ._approve import parse_approvals, terminal_approver
+from ._approve import check_approvals, parse_approvals, terminal_approver
 from ._interrupts import interruptions
 from ._render import (
     EXIT_FAILED,
@@ -352,4 +352,5 @@ def command(
         if install_deps:
             install_missing_dependencies(workflow)
         options = run_options(provider, replies, fresh, record, approve)
+        check_approvals(workflow, options.approvals)  # nothing given is left unused
     raise click.exceptions.Exit(execute(workflow, context, options, as_json))
