@@ -30,6 +30,7 @@ from .._messages import Message, ModelRequest, ModelResponse, ToolCall, ToolResu
 from ..providers.replay import Normalizer, response_from_record, response_record
 from ..redaction import is_secret_name
 from ..workflow.names import slug
+from ..workflow.stored import DamagedEntry, load_stored, warn_damaged
 
 LOG = logging.getLogger("prefect_folpipe.agent")
 JOURNAL_VERSION = 1
@@ -195,9 +196,9 @@ class Journal:
         if not data:
             return None
         try:
-            entry = json.loads(data)
-        except ValueError:
-            LOG.warning("journal entry %s is not valid JSON; the call goes live", key)
+            entry = load_stored(data)
+        except DamagedEntry as exc:
+            warn_damaged(LOG, f"journal entry {key}", exc, "the call goes live")
             return None
         if not isinstance(entry, dict) or entry.get("v") != JOURNAL_VERSION:
             return None

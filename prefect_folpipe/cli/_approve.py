@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import sys
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import click
@@ -14,14 +14,16 @@ from rich.console import Console
 from rich.panel import Panel
 
 from ..errors import ConfigError
-from ..workflow.approval import coerce_value
+from ..workflow.approval import coerce_value, input_fields
+from ..workflow.tree import Workflow
 
 ATTEMPTS = 3
 
 
 def parse_approvals(values: Iterable[str]) -> dict[str, dict[str, str]]:
     """``key=value`` (every gate with that key) or ``task:key=value`` (one task, by name or
-    path) -> ``RunOptions.approvals``. Values stay text; each gate parses them by type."""
+    path) -> ``RunOptions.approvals``. Values stay text; each gate parses them by type. The
+    same ``[task:]key`` twice is FP407 (which one was meant?)."""
     presets: dict[str, dict[str, str]] = {}
     for item in values:
         head, equals, value = item.partition("=")
@@ -32,8 +34,51 @@ def parse_approvals(values: Iterable[str]) -> dict[str, dict[str, str]]:
                 code="FP402",
                 hint="write --approve approved=true, or --approve release/ship:approved=true",
             )
-        presets.setdefault(target.strip(), {})[key.strip()] = value
+        given = presets.setdefault(target.strip(), {})
+        if key.strip() in given:
+            raise ConfigError(
+                f"--approve gives {_shown(target.strip(), key.strip())} twice "
+                f"({given[key.strip()]!r} and {value!r})",
+                code="FP407",
+                hint="give each key once (TASK:KEY=VALUE answers one task's gate only)",
+            )
+        given[key.strip()] = value
     return presets
+
+
+def check_approvals(workflow: Workflow, presets: Mapping[str, Mapping[str, str]]) -> None:
+    """FP407, before the run starts, naming every ``--approve`` value that no approval gate of
+    ``workflow`` asks for (no enabled gate of that task, or none with that key)."""
+    gates = []
+    for task in workflow.tasks():
+        if task.config.approval is not None:
+            try:
+                fields = input_fields(task.config.approval.input)
+            except ValueError:  # FP166 at validation
+                continue
+            gates.append((task.path, fields))
+    unused = [
+        _shown(target, key)
+        for target, answers in presets.items()
+        for key in answers
+        if not any(
+            key in fields and (not target or target in (path, path.rsplit("/", 1)[-1]))
+            for path, fields in gates
+        )
+    ]
+    if not unused:
+        return
+    asked = "; ".join(f"{path or '(root)'}: {', '.join(fields)}" for path, fields in gates)
+    raise ConfigError(
+        f"--approve {', '.join(unused)}: no approval gate of the workflow asks for "
+        f"{'it' if len(unused) == 1 else 'them'}",
+        code="FP407",
+        hint=f"the gates and their keys: {asked}" if gates else "the workflow has no gate",
+    )
+
+
+def _shown(target: str, key: str) -> str:
+    return f"{target}:{key}" if target else key
 
 
 class TerminalApprover:

@@ -99,7 +99,7 @@ def create(
     )
 
     with handle_errors(json_output=as_json):
-        workflow = load(path)
+        workflow = load(path, import_tools=False)  # reads, never runs, its code
         request = DeployRequest(
             name=deployment_name(workflow, name),
             pool=pool,
@@ -178,7 +178,7 @@ def init(
     from ..deploy.project import ProjectOptions, write_project
 
     with handle_errors(json_output=as_json):
-        workflow = load(path)
+        workflow = load(path, import_tools=False)  # reads, never runs, its code
         options = ProjectOptions(
             name=name,
             pool=pool,

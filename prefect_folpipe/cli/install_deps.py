@@ -24,7 +24,7 @@ def command(path: str, dry_run: bool, as_json: bool) -> None:
     from ..deploy.options import load
 
     with handle_errors(json_output=as_json):
-        packages = collect_dependencies(load(path))
+        packages = collect_dependencies(load(path, import_tools=False))
         command_line = install_command(packages) if packages else []
         if packages and not dry_run:
             install(packages)

@@ -47,7 +47,7 @@ def command(
     from .run import parse_context
 
     with handle_errors(json_output=as_json, root=path):
-        workflow = load_workflow(path)
+        workflow = load_workflow(path, import_tools=False)  # reads, never runs, its code
         context = parse_context(context_arg)
         options = RunOptions(provider=provider, replies=replies, fresh=fresh)
         override = override_of(options)

@@ -22,7 +22,7 @@ from ..workflow.jsondata import check_plain, load_yaml
 from ..workflow.jsondata import loads as strict_json
 from ..workflow.tree import Workflow
 from ..workflow.wording import plural
-from ._approve import parse_approvals, terminal_approver
+from ._approve import check_approvals, parse_approvals, terminal_approver
 from ._interrupts import interruptions
 from ._render import (
     EXIT_FAILED,
@@ -376,4 +376,5 @@ def command(
             from ..compile.rerun import resolve_targets
 
             options.rerun_from = resolve_targets(workflow, rerun_from)
+        check_approvals(workflow, options.approvals)  # nothing given is left unused
     raise click.exceptions.Exit(execute(workflow, context, options, as_json))

@@ -23,7 +23,7 @@ def command(path: str, limit: int, as_json: bool) -> None:
     from ..deploy.status import recent_runs
 
     with handle_errors(json_output=as_json):
-        workflow = load(path)
+        workflow = load(path, import_tools=False)  # reads, never runs, its code
         runs = asyncio.run(recent_runs(workflow, limit=limit))
     if as_json:
         payload = {

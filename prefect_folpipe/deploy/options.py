@@ -34,11 +34,12 @@ def workflow_folder(path: str | Path) -> Path:
     return folder.resolve()
 
 
-def load(path: str | Path) -> Workflow:
-    """Load (and validate) the workflow at ``path``; raises FP610 or WorkflowValidationError."""
+def load(path: str | Path, *, import_tools: bool = True) -> Workflow:
+    """Load (and validate) the workflow at ``path``; raises FP610 or WorkflowValidationError.
+    ``import_tools=False``: its tool code is read, never run (``status``, ``install-deps``)."""
     from ..validate import load_workflow
 
-    return load_workflow(workflow_folder(path))
+    return load_workflow(workflow_folder(path), import_tools=import_tools)
 
 
 def check_schedule(schedule: Schedule, *, origin: str) -> Schedule:

@@ -40,6 +40,7 @@ def install_dependencies(path: str = ".", packages: list[str] | None = None) -> 
     """Install the workflow's ``dependencies:`` (plus ``packages``) into the running interpreter."""
     from ..validate import load_workflow
 
-    wanted = dedupe([*collect_dependencies(load_workflow(Path(path))), *(packages or [])])
+    workflow = load_workflow(Path(path), import_tools=False)  # reads, never runs, its code
+    wanted = dedupe([*collect_dependencies(workflow), *(packages or [])])
     command = install(wanted)
     return {"packages": wanted, "command": " ".join(command)}

@@ -30,6 +30,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .condition import Condition, ExpressionError
+from .size import check_structured
 from .structured import compile_structured
 from .text import compile_text
 from .vocabulary import FUNCTIONS, METHODS, NAMES, OPERATORS
@@ -50,6 +51,7 @@ def compile_condition(expr: str | Mapping[str, Any]) -> Condition:
     if isinstance(expr, str):
         return compile_text(expr)
     if isinstance(expr, Mapping):
+        check_structured(expr)  # nesting and parts, before compiling it (FP134)
         return Condition(expr, compile_structured(expr))
     raise ExpressionError(
         f"a condition must be a string or a mapping, not {type(expr).__name__}",

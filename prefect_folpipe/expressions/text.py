@@ -9,12 +9,14 @@ from ..errors import did_you_mean
 from .bounds import BoundExceeded, constant_parts
 from .condition import Condition, ExpressionError, shown
 from .evaluator import Evaluator
+from .size import check_text, parse_bounded
 from .vocabulary import ALLOWED_NODES, FUNCTIONS, METHODS, NAMES, UNSAFE_HINT
 
 
 @lru_cache(maxsize=2048)
 def compile_text(expr: str) -> Condition:
     """Compiled once per distinct text: a tree of many tasks often repeats one condition."""
+    check_text(expr)  # size and nesting, before anything parses it (FP134)
     tree = _parse(expr)
     _check_safe(tree, expr)
     _check_constants(tree, expr)
@@ -26,7 +28,7 @@ def _parse(expr: str) -> ast.Expression:
     if not text:
         raise ExpressionError("the expression is empty", hint="write e.g. `context.done == true`")
     try:
-        return ast.parse(text, mode="eval")
+        return parse_bounded(text)
     except SyntaxError as exc:
         _reject_statement(text)
         raise ExpressionError(
@@ -39,7 +41,7 @@ def _reject_statement(text: str) -> None:
     """Statements (imports, assignments) parse in exec mode: call them unsafe, not garbled."""
     try:
         module = ast.parse(text, mode="exec")
-    except SyntaxError:
+    except (SyntaxError, RecursionError, MemoryError):
         return
     for node in ast.walk(module):
         if isinstance(node, ast.Import | ast.ImportFrom):

@@ -10,12 +10,12 @@ the whole tree, and ``load_workflow``, are in ``validate/``.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .._process.heap import collections_held
-from ..errors import Diagnostic
+from ..errors import Diagnostic, Severity
 from ..workflow.tree import Task, ToolSpec, Workflow
 from . import _tools
 from ._cascade import Cascade
@@ -26,7 +26,16 @@ from ._providers import ProviderTable, check_provider_blocks, check_task_provide
 from ._yaml import Loc, SourceMap, parse_yaml
 from .tools import parsecache
 
-__all__ = ["LoadResult", "Loc", "SourceMap", "file_digests", "load", "parse_yaml"]
+__all__ = [
+    "LoadResult",
+    "Loc",
+    "SourceMap",
+    "file_digests",
+    "has_code_tools",
+    "load",
+    "load_vetted",
+    "parse_yaml",
+]
 
 
 @dataclass
@@ -59,21 +68,71 @@ def load(path: str | Path, *, import_tools: bool = True, content_hashes: bool = 
 
     ``import_tools=False`` never executes the workflow's code: tools.md python blocks and
     ``tools/*.py`` are read from their source (``loader.toolstatic``). ``True`` imports them,
-    as a run does, so the tools' schemas are those of the real functions.
+    as a run does, so the tools' schemas are those of the real functions (a run uses
+    :func:`load_vetted`: nothing is imported from a folder with an error).
     ``content_hashes=False`` leaves every task's ``content_hash`` empty (``folpipe
     validate``: no rule uses it, and hashing reads every file of every task folder, data
     files included); the diagnostics are the same."""
     try:
         with collections_held():  # no GC pass spent on what it builds
-            return _load(Path(path).expanduser().absolute(), import_tools, content_hashes)
+            root = Path(path).expanduser().absolute()
+            discovery = Discovery(root)
+            return _load(root, discovery, discovery.load_root(), import_tools, content_hashes)
     finally:
         if not import_tools:
             parsecache.flush()  # what this load stored, and the cache closed
 
 
-def _load(root: Path, import_tools: bool, content_hashes: bool) -> LoadResult:
-    discovery = Discovery(root)
-    raw_root = discovery.load_root()
+def load_vetted(
+    path: str | Path, vet: Callable[[LoadResult], list[Diagnostic]]
+) -> tuple[LoadResult, list[Diagnostic]]:
+    """The loading of a run: the folder read without running any of its code, vetted (``vet``
+    gives the diagnostics of the validation rules), and only when no diagnostic is an error,
+    its python tools imported (a second build over the same discovered folder and bytes).
+    The result and every diagnostic (loading's, then the rules')."""
+    root = Path(path).expanduser().absolute()
+    try:
+        with collections_held():
+            discovery = Discovery(root)
+            raw_root = discovery.load_root()
+            static = _load(root, discovery, raw_root, False, True)
+        parsecache.flush()
+        diagnostics = [*static.diagnostics, *vet(static)]
+        if (
+            static.workflow is None
+            or any(d.severity == Severity.ERROR for d in diagnostics)
+            or not has_code_tools(static.workflow)  # nothing to import: the same tree
+        ):
+            return static, diagnostics
+        with collections_held():
+            imported = _load(root, discovery, raw_root, True, True)
+        rules = diagnostics[len(static.diagnostics) :]
+        return imported, [*imported.diagnostics, *rules]
+    finally:
+        parsecache.flush()
+
+
+def has_code_tools(workflow: Workflow) -> bool:
+    """Whether any task (disabled ones included) or ``shared/tools.md`` has a python tool:
+    the only tools whose loading imports the workflow's code."""
+    if any(tool.kind == "python" for tool in workflow.shared_tools):
+        return True
+    stack = [workflow.root]
+    while stack:
+        task = stack.pop()
+        if any(tool.kind == "python" for tool in (*task.own_tools, *task.tools)):
+            return True
+        stack.extend((*task.children, *task.disabled_children))
+    return False
+
+
+def _load(
+    root: Path,
+    discovery: Discovery,
+    raw_root: RawTask | None,
+    import_tools: bool,
+    content_hashes: bool,
+) -> LoadResult:
     if raw_root is None:
         return LoadResult(root, None, discovery.diagnostics)
     builder = _Builder(
@@ -105,7 +164,7 @@ class _Builder:
         self.sources: dict[int, SourceMap] = {}
         self.snippets = Snippets(root, blobs=blobs)
         self.providers = ProviderTable()
-        shared, problems = _tools.shared_tools(root, import_tools=import_tools)
+        shared, problems = _tools.shared_tools(root, import_tools=import_tools, blobs=blobs)
         self.shared_tools: tuple[ToolSpec, ...] = shared
         self._add(problems, "")
         self.raw_root = raw_root

@@ -13,7 +13,7 @@ from pathlib import Path
 from ..errors import Diagnostic, Severity
 from ..workflow.config import TaskConfig
 from ._config import parse_config
-from ._inputs import with_input_comments
+from ._inputs import input_problems, with_input_comments
 from ._yaml import SourceMap, YamlProblem, parse_yaml
 from .skills import skill_config
 
@@ -167,6 +167,7 @@ class FolderFiles:
             self.diagnostics += warnings
         config, _, diagnostics = parse_config(data, source, label)
         self.diagnostics += diagnostics
+        self.diagnostics += input_problems(config, source, label)
         return with_input_comments(config, text, source, line_offset), source
 
     def _yaml_problem(self, problem: YamlProblem, rel: str, label: str) -> None:

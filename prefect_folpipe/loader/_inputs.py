@@ -9,8 +9,37 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..errors import Diagnostic
 from ..workflow.config import InputField, InputSpec, TaskConfig
 from ._yaml import SourceMap
+
+
+def input_problems(config: TaskConfig, source: SourceMap, label: str) -> list[Diagnostic]:
+    """FP106: an input name declared twice (in one list, or both required and optional)."""
+    spec = config.input
+    if spec is None:
+        return []
+    problems = []
+    seen: dict[str, str] = {}
+    for group in ("required", "optional"):
+        keys = getattr(spec, group)
+        for index, name in enumerate(keys):
+            if name not in seen:
+                seen[name] = group
+                continue
+            where = f"twice in input.{group}" if seen[name] == group else "required and optional"
+            loc = ("input", group, name if isinstance(keys, dict) else index)
+            problems.append(
+                Diagnostic(
+                    "FP106",
+                    f"input {name!r} is declared {where}",
+                    source.file,
+                    source.line(loc),
+                    label,
+                    "declare each input once (an optional input is not also required)",
+                )
+            )
+    return problems
 
 
 def with_input_comments(
@@ -30,7 +59,9 @@ def with_input_comments(
         )
         locs = [("input", group, k if isinstance(keys, dict) else i) for i, k in enumerate(keys)]
         at = [source.lines.get(loc) for loc in locs]
-        for key, line in zip(list(declared), at, strict=True):
+        first = dict(reversed(list(zip(keys, at, strict=True))))  # a repeated name: FP106
+        for key in declared:
+            line = first[key]
             shared = at.count(line) > 1  # `[a, b]  # ...` describes no single key
             comment = None if shared else _line_comment(lines, line, offset)
             field = spec.field(key)

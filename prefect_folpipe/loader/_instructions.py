@@ -84,7 +84,9 @@ class Snippets:
         if name not in self.cache:
             path = self.folder / f"{name}.md"
             try:
-                data = path.read_bytes()
+                data = self.blobs.get(str(path))  # read by this load's vetting already
+                if data is None:
+                    data = path.read_bytes()
                 self.cache[name] = data.decode("utf-8-sig")
                 self.used[name] = path
                 self.blobs[str(path)] = data

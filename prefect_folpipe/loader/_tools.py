@@ -69,13 +69,15 @@ def _unread_scripts(scripts: Path, path: str) -> list[Diagnostic]:
 
 
 def shared_tools(
-    root: Path, *, import_tools: bool = True
+    root: Path, *, import_tools: bool = True, blobs: dict[str, bytes] | None = None
 ) -> tuple[tuple[ToolSpec, ...], list[Diagnostic]]:
     """``shared/tools.md`` of the workflow, if there is one."""
     file = root / "shared" / "tools.md"
     if not file.is_file():
         return (), []
-    tools, diagnostics = parse_tools_md(file, owner="<shared>", import_tools=import_tools)
+    tools, diagnostics = parse_tools_md(
+        file, owner="<shared>", import_tools=import_tools, blobs=blobs
+    )
     return tuple(tools), list(diagnostics)
 
 

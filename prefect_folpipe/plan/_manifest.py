@@ -21,6 +21,7 @@ from typing import Any
 from ..loader import file_digests
 from ..workflow.context import checkpoint_inputs
 from ..workflow.names import slug
+from ..workflow.stored import DamagedEntry, read_stored_file
 from ..workflow.tree import Task
 from ._keys import CACHE_VERSION, config_json
 from .contextops import canonical_json
@@ -78,9 +79,8 @@ def read_manifest(
 ) -> dict[str, Any] | None:
     """The last manifest of a pass, or ``None``."""
     try:
-        text = manifest_file(folder, path, phase, iteration).read_text(encoding="utf-8")
-        data = json.loads(text)
-    except (OSError, ValueError):
+        data = read_stored_file(manifest_file(folder, path, phase, iteration))
+    except (OSError, DamagedEntry):  # a damaged manifest only costs plan's explanation
         return None
     return data if isinstance(data, dict) else None
 

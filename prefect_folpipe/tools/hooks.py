@@ -38,6 +38,7 @@ from ..errors import HookError
 from ..loader.tools import exits_refused
 from ..redaction import redact_secrets
 from ..workflow.config import HttpHook
+from ..workflow.printed import printed_to
 from ..workflow.tree import ToolSpec
 from .shell import context_env, json_object, run_script, sandbox_env
 
@@ -72,7 +73,8 @@ async def run_hook(
     path = Path(hook_file)
     try:
         if path.suffix == ".py":
-            await _run_python_hook(stage, path, context, task, workflow, log)
+            with printed_to(log, f"{stage} hook"):  # its print()s: the task's log, masked
+                await _run_python_hook(stage, path, context, task, workflow, log)
         elif path.suffix == ".sh":
             await _run_shell_hook(stage, path, context, task, workflow, log)
         else:

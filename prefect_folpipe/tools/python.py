@@ -19,6 +19,7 @@ from ..authoring import FunctionSchema, ToolContext, function_schema
 from ..authoring.agentflow import agentflow_imports, with_agentflow
 from ..errors import ToolError
 from ..loader.tools import load_code_block, load_tools_module
+from ..workflow.printed import printed_to
 from ..workflow.tree import ToolSpec
 
 
@@ -64,6 +65,11 @@ async def run_python(spec: ToolSpec, arguments: Mapping[str, Any], ctx: ToolCont
 
     A tool (or its module, loaded on first use) that raises ``SystemExit`` fails the call
     (FP232), like any exception: it never ends the run."""
+    with printed_to(ctx.logger, f"tool {spec.name}"):  # its print()s: the task's log, masked
+        return await _run(spec, arguments, ctx)
+
+
+async def _run(spec: ToolSpec, arguments: Mapping[str, Any], ctx: ToolContext) -> Any:
     try:
         function, schema = load_function(spec)
     except SystemExit as exc:

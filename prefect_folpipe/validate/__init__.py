@@ -14,7 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..errors import Diagnostic, Severity, WorkflowValidationError
-from ..loader import LoadResult, load
+from ..loader import LoadResult, has_code_tools, load, load_vetted
 from ..workflow.tree import Workflow
 from .approvals import check_approvals
 from .backends import check_backends
@@ -48,7 +48,15 @@ RULES: tuple[Rule, ...] = (
     check_installed_sdks,
 )
 
-__all__ = ["RULES", "Rule", "check", "load_workflow", "run_rules", "validate_workflow"]
+__all__ = [
+    "RULES",
+    "Rule",
+    "check",
+    "has_code_tools",
+    "load_workflow",
+    "run_rules",
+    "validate_workflow",
+]
 
 
 def run_rules(result: LoadResult, rules: Iterable[Rule] = RULES) -> list[Diagnostic]:
@@ -73,11 +81,16 @@ def load_workflow(path: str | Path, *, import_tools: bool = True) -> Workflow:
     diagnostic when there is any error (warnings stay on ``Workflow.warnings``).
 
     This is the loader of a run: it imports the workflow's tool code (tools.md python blocks,
-    ``tools/*.py``) so the model gets the real functions' schemas. ``import_tools=False``
-    reads that code without running it (``folpipe tree`` / ``graph``)."""
-    result, diagnostics = check(path, import_tools=import_tools)
-    errors = [d for d in diagnostics if d.severity == Severity.ERROR]
-    if errors or result.workflow is None:
+    ``tools/*.py``) so the model gets the real functions' schemas, but only after the folder
+    passed the whole static validation (nothing of an invalid folder runs).
+    ``import_tools=False`` reads that code without running it (``folpipe tree``, ``graph``,
+    ``plan``, ``status``)."""
+    if import_tools:  # vetted first: nothing of a folder with an error is imported
+        result, diagnostics = load_vetted(path, run_rules)
+        diagnostics = by_severity(diagnostics)
+    else:
+        result, diagnostics = check(path, import_tools=False)
+    if result.workflow is None or any(d.severity == Severity.ERROR for d in diagnostics):
         raise WorkflowValidationError(diagnostics)
     warnings = tuple(d for d in diagnostics if d.severity == Severity.WARNING)
     return replace(result.workflow, warnings=warnings)

@@ -1,14 +1,18 @@
-"""Issue 11: a bounded property-based fuzz over task.yaml, tools.md, replies and model outputs.
+"""Issue 11: a bounded property-based fuzz over task.yaml, tools.md, replies and model outputs;
+issue 31: conditions of any length and depth, and ``input:`` lists with repeated names and
+comments.
 
 Whatever the input, the outcome is a coded diagnostic or error (``FPxxx``) or a clean result —
-never an uncaught exception, a hang or an exit. About 400 cases, a few seconds each file set;
-no Prefect (the agent runs a task directly, with the scripted provider).
+never an uncaught exception (FP190 included), a hang or an exit. A fixed seed (the same cases
+on every run, in the suite) and about 900 cases in all; no Prefect (the agent runs a task
+directly, with the scripted provider).
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import re
 import tempfile
 from pathlib import Path
@@ -22,6 +26,7 @@ from hypothesis import strategies as st
 from prefect_folpipe.agent.output import check_output
 from prefect_folpipe.agent.task import run_task
 from prefect_folpipe.errors import Diagnostic, FolpipeError
+from prefect_folpipe.expressions import ExpressionError, compile_condition
 from prefect_folpipe.providers.scripted import ScriptedProvider, load_replies
 from prefect_folpipe.validate import validate_workflow
 from prefect_folpipe.workflow.jsondata import dumps as strict_dumps
@@ -29,6 +34,7 @@ from prefect_folpipe.workflow.jsondata import dumps as strict_dumps
 CODE = re.compile(r"^FP\d{3}$")
 FUZZ = settings(
     max_examples=100,
+    derandomize=True,  # a fixed seed: the suite runs the same cases every time
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
@@ -157,9 +163,60 @@ ANSWERS = st.one_of(
 )  # fmt: skip
 
 
+PIECES = st.sampled_from(
+    [
+        "not ", "-", "+", "~", "(", ")", "[", "]", "{", "}", "context.x", " or ", " and ",
+        " == 1", "**2", "2**", "1 if context.a else ", ".a", "['k']", ",", "'s'", "1+", " in ",
+        "lambda: ", "__class__", "any(", "x for x in ", ": ", "\n", "#", '"', "\\",
+    ]
+)  # fmt: skip
+COUNTS = st.sampled_from([1, 2, 3, 10, 63, 64, 65, 200, 1_000, 3_000, 100_000])
+
+
+@st.composite
+def condition_texts(draw: st.DrawFn, counts: st.SearchStrategy[int] = COUNTS) -> str:
+    """Pieces of expressions repeated up to 100,000 times: long, deep, or garbled."""
+    parts = draw(st.lists(st.tuples(PIECES, counts), min_size=1, max_size=3))
+    return "".join(piece * count for piece, count in parts)
+
+
+@st.composite
+def structured_conditions(draw: st.DrawFn) -> Any:
+    """``not`` / ``all`` / ``any`` nested up to 5,000 levels around a leaf."""
+    leaf: Any = draw(st.sampled_from([{"key": "x", "equals": 1}, "context.x", {"not": 1}, []]))
+    pattern = draw(st.lists(st.sampled_from(["not", "all", "any"]), min_size=1, max_size=3))
+    for level in range(draw(COUNTS) % 5_001):
+        kind = pattern[level % len(pattern)]
+        leaf = {"not": leaf} if kind == "not" else {kind: [leaf]}
+    return leaf
+
+
+NAMES = st.sampled_from(["a", "b", "a", "topic"])
+
+
+@st.composite
+def input_texts(draw: st.DrawFn) -> str:
+    """``input:`` blocks in flow and block style, names repeated, comments anywhere."""
+    comment = st.sampled_from(["", "  # c", "  # a: 'quoted # not'"])
+    lines = ["input:" + draw(comment)]
+    for group in draw(st.lists(st.sampled_from(["required", "optional"]), max_size=3)):
+        names = draw(st.lists(NAMES, max_size=4))
+        if draw(st.booleans()):
+            lines.append(f"  {group}: [{', '.join(names)}]{draw(comment)}")
+        elif draw(st.booleans()):
+            lines.append(f"  {group}:{draw(comment)}")
+            lines += [f"    - {name}{draw(comment)}" for name in names]
+        else:
+            lines.append(f"  {group}:{draw(comment)}")
+            lines += [f"    {name}: {draw(st.sampled_from(['str', 'int', '{type: str}']))}"
+                      f"{draw(comment)}" for name in names]  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
 def _coded(diagnostics: list[Diagnostic]) -> None:
     for diagnostic in diagnostics:
         assert CODE.match(diagnostic.code), diagnostic
+        assert diagnostic.code != "FP190", diagnostic  # an internal error is a bug
 
 
 _BASE = Path(tempfile.mkdtemp(prefix="folpipe-fuzz-"))
@@ -225,3 +282,29 @@ def test_model_answers_end_in_a_clean_outcome_or_a_code(answers: list[str], type
         assert CODE.match(exc.code)
         return
     strict_dumps(outcome.delta)  # what reaches the context is strict JSON
+
+
+@settings(FUZZ, max_examples=200)
+@given(text=condition_texts())
+def test_conditions_of_any_length_and_depth_compile_or_give_a_code(text: str) -> None:
+    try:
+        compile_condition(text)
+    except ExpressionError as exc:
+        assert CODE.match(exc.code), exc
+
+
+@settings(FUZZ, max_examples=100)
+@given(spec=structured_conditions())
+def test_structured_conditions_compile_or_give_a_code(spec: Any) -> None:
+    try:
+        compile_condition(spec)
+    except ExpressionError as exc:
+        assert CODE.match(exc.code), exc
+
+
+@settings(FUZZ, max_examples=80)
+@given(text=input_texts(), skip_if=condition_texts(st.sampled_from([1, 3, 64, 65, 3_000])))
+def test_inputs_and_conditions_in_task_yaml_give_coded_diagnostics(text: str, skip_if: str) -> None:
+    config = text + "conditions:\n  skip_if: " + json.dumps(skip_if) + "\n"  # JSON is YAML
+    path = _workflow({"task.yaml": config, "instructions.md": "x"})
+    _coded(validate_workflow(path))

@@ -38,6 +38,7 @@ from ...plan.failures import ApprovalFailed
 from ...redaction import redact_secrets
 from ...workflow.approval import input_fields, parse_duration, render_prompt
 from ...workflow.names import slug
+from ...workflow.stored import DamagedEntry, load_stored, warn_damaged
 from ...workflow.tree import Task
 from ..checkpoints import StorageFiles
 from ._question import Asker, Question, checked_answer, timed_out
@@ -155,8 +156,9 @@ class ApprovalGates:
             return None
         data = await self.files.read(key)
         try:
-            return json.loads(data) if data else None
-        except ValueError:
+            return load_stored(data) if data else None
+        except DamagedEntry as exc:
+            warn_damaged(LOG, f"stored approval answer {key}", exc, "the gate asks again")
             return None
 
     async def write(self, key: str, value: Any) -> None:

@@ -29,6 +29,7 @@ from prefect.serializers import JSONSerializer
 from pydantic import ConfigDict
 
 from ...redaction import mask
+from ...workflow.stored import MAX_BYTES, DamagedEntry, load_stored
 
 LOG = logging.getLogger("prefect_folpipe.compile")
 
@@ -61,9 +62,9 @@ def check_record(content: bytes) -> None:
     """Raise ``UntrustedCheckpoint`` unless ``content`` is a JSON result record whose
     serializer is plain JSON and whose result is a pass payload."""
     try:
-        record = json.loads(content)
-    except (ValueError, UnicodeDecodeError):
-        raise UntrustedCheckpoint("not JSON (e.g. a pickle)") from None
+        record = load_stored(content)
+    except DamagedEntry as exc:
+        raise UntrustedCheckpoint(f"not a JSON record within bounds: {exc}") from None
     if not isinstance(record, dict) or not isinstance(record.get("metadata"), dict):
         raise UntrustedCheckpoint("not a result record")
     serializer = record["metadata"].get("serializer")
@@ -71,8 +72,8 @@ def check_record(content: bytes) -> None:
         raise UntrustedCheckpoint(f"its serializer is not plain JSON: {_brief(serializer)}")
     result = record.get("result")
     try:
-        payload = json.loads(result) if isinstance(result, str) else None
-    except ValueError:
+        payload = load_stored(result) if isinstance(result, str) else None
+    except DamagedEntry:
         payload = None
     if not isinstance(payload, dict) or not payload.keys() >= PAYLOAD_KEYS:
         raise UntrustedCheckpoint("its result is not a task payload")
@@ -136,7 +137,8 @@ class CheckpointStorage(LocalFileSystem):
         target = self._resolve_path(path)
         if not target.is_file():
             raise ValueError(f"Path {target} does not exist or is not a file.")
-        return _checked(str(target), target.read_bytes())
+        with open(target, "rb") as handle:  # never more than a record may hold
+            return _checked(str(target), handle.read(MAX_BYTES + 1))
 
     def _write_private(self, path: str, content: bytes) -> str:
         target = self._resolve_path(path)

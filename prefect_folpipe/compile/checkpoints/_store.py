@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ...agent.journal import Journal
+from ...workflow.stored import DAMAGED, MAX_BYTES
 from ...workflow.tree import Task
 from ..shared import RunSpec
 
@@ -62,9 +63,15 @@ async def _call(block: Any, method: str, *args: Any) -> Any:
 
 
 def _read_file(path: Path) -> bytes | None:
+    """The entry's bytes, never more than a stored entry may hold (one byte more, so that
+    the reader sees it is too large); a missing or unreadable entry is a miss."""
     try:
-        return path.read_bytes()
+        with open(path, "rb") as handle:
+            return handle.read(MAX_BYTES + 1)
     except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:  # a folder where the entry belongs, no permission, an I/O error
+        LOG.warning("[%s] ignoring stored entry %s: %s", DAMAGED, path.name, exc)
         return None
 
 

@@ -21,6 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ...workflow.stored import DamagedEntry, read_stored_file, warn_damaged
 from ...workflow.tree import Workflow
 from ..options import RunOptions
 from ._records import RunResult, RunTracker
@@ -198,8 +199,11 @@ def _mark_resumed(path: Path, by: str) -> None:
 def read_record(file: Path) -> dict[str, Any] | None:
     """A run record's data (``None``: unreadable, not JSON, not a record)."""
     try:
-        data = json.loads(file.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = read_stored_file(file)
+    except OSError:
+        return None
+    except DamagedEntry as exc:
+        warn_damaged(LOG, f"run record {file.name}", exc, "it is left out")
         return None
     return data if isinstance(data, dict) else None
 

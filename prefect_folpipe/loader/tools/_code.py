@@ -11,7 +11,9 @@ Loading must never end the process: ``raise SystemExit(0)`` propagates as an exc
 loader reports (FP214 / FP219), and ``os._exit`` / ``os.abort`` raise ``SystemExit`` too while
 the author's code is being executed here (otherwise ``validate --import-tools``, ``tree`` or
 ``run --json`` would exit 0 silently and CI would see success). ``folpipe validate`` without
-``--import-tools`` does not execute this code at all (``loader.toolstatic``).
+``--import-tools`` does not execute this code at all (``loader.toolstatic``). What
+module-level code prints goes to the ``prefect_folpipe.tools`` log, redacted
+(``workflow.printed``).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import hashlib
 import importlib
 import importlib.machinery
 import importlib.util
+import logging
 import os
 import sys
 import traceback
@@ -30,7 +33,10 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from ...authoring.agentflow import agentflow_imports
+from ...workflow.printed import printed_to
 
+LOG = logging.getLogger("prefect_folpipe.tools")
+"""Where module-level code's output goes while it loads (redacted; never stdout)."""
 PACKAGE_PREFIX = "_folpipe_tools_"
 CODE_BLOCK_PREFIX = "_folpipe_toolsmd_"
 
@@ -62,7 +68,7 @@ def load_tools_module(module_file: str | Path, *, digest: str | None = None) -> 
     path = Path(module_file)
     tools_dir = path.parent
     package = _package_for(tools_dir, digest or tools_dir_digest(tools_dir))
-    with agentflow_imports(), exits_refused():
+    with agentflow_imports(), exits_refused(), printed_to(LOG, f"tools/{path.name}"):
         return importlib.import_module(f"{package}.{path.stem}")
 
 
@@ -80,8 +86,9 @@ def load_code_block(code: str, *, source_file: str, line: int) -> types.ModuleTy
     module.__dict__.update({"ToolContext": ToolContext, "tool": tool})
     compiled = compile("\n" * (line - 1) + code, source_file, "exec")
     sys.modules[name] = module
+    label = f"{Path(source_file).name}:{line}"
     try:
-        with agentflow_imports(), exits_refused():
+        with agentflow_imports(), exits_refused(), printed_to(LOG, label):
             exec(compiled, module.__dict__)  # the workflow author's own code, never model output
     except BaseException:
         sys.modules.pop(name, None)

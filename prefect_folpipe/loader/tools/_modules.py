@@ -217,15 +217,8 @@ def _spec_of(
         metadata=metadata,
         scope=meta.scope,
         owner=owner,
-        content_hash=content_hash(
-            kind="python",
-            name=meta.name,
-            description=description,
-            parameters=parameters,
-            module=digest,
-            function=attribute,
-            metadata=metadata,
-        ),
+        # the module's source, not what importing it gave: the same when only read (plan)
+        content_hash=content_hash(kind="python", name=meta.name, module=digest, function=attribute),
     )
 
 

@@ -69,12 +69,29 @@ def spec_of(
         metadata=metadata,
         scope=metadata.get("scope", "shared"),
         owner=source.owner,
-        content_hash=content_hash(
-            kind=kind,
-            name=name,
-            description=description,
-            parameters=parameters,
-            code=code,
-            metadata=metadata,
-        ),
+        content_hash=_hash_of(source, kind, description, parameters, code, metadata),
+    )
+
+
+def _hash_of(
+    source: Source,
+    kind: str,
+    description: str,
+    parameters: Mapping[str, Any],
+    code: str | None,
+    metadata: dict[str, Any],
+) -> str:
+    """The tool's content hash. A python tool's is its section's text (the code included):
+    the same whether the code was imported or only read (``folpipe plan`` reads it, the run
+    imports it, and both must key the same checkpoints)."""
+    name = source.section.name
+    if kind == "python":
+        return content_hash(kind=kind, name=name, section=[t for _, t in source.section.body])
+    return content_hash(
+        kind=kind,
+        name=name,
+        description=description,
+        parameters=parameters,
+        code=code,
+        metadata=metadata,
     )

@@ -62,8 +62,10 @@ def parse_tools_md(
         _, data, tools, diagnostics = hit
     else:
         try:
-            with open(name, "rb") as handle:
-                data = handle.read()
+            data = blobs.get(name) if blobs is not None else None
+            if data is None:  # else read by this load already (the vetting before an import)
+                with open(name, "rb") as handle:
+                    data = handle.read()
             text = data.decode("utf-8-sig")
         except (OSError, UnicodeDecodeError) as exc:
             return [], [diagnostic("FP217", f"cannot read tools.md: {exc}", file, None, owner)]
