@@ -104,7 +104,8 @@ def journal_for(
     One journal per task, phase, loop iteration and ``salt``: what answers the task, as in
     its checkpoint key, and how far its checkpoints reach (``compile.scope``: a deployment run
     replays only its own lineage's answers unless checkpoints reach across runs). ``--fresh``
-    only replays what this run itself journaled (its own retries), never an earlier run's.
+    only replays what its own lineage journaled (its retries, and a resume of it: ``folpipe
+    resume``, the UI's Retry), never an earlier run's.
     """
     if spec.storage is None or not task.settings.cache:
         return None
@@ -114,6 +115,6 @@ def journal_for(
         task.path,
         namespace,
         workflow_root=spec.root_dir,
-        run=spec.key,
+        run=spec.checkpoints.lineage or spec.key,  # a resume continues its run's lineage
         only_run=spec.checkpoints.fresh,
     )
