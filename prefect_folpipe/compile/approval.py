@@ -73,13 +73,13 @@ class ApprovalGates:
         Prefect's ``Pause`` when the run is suspended to wait for it)."""
         question = self.question(task, context, scope)
         key = self._answer_key(task, context, scope, question)
-        saved = await self.read(f"approvals/{key}.json")
+        saved = await self.read(f"approvals/{key}.json", task.path)
         if isinstance(saved, dict) and isinstance(saved.get("answer"), dict):
             return dict(saved["answer"])
         answer = self._preset(question)
         if answer is None:
             answer = await self._wait(task, question, key, scope)
-        await self.write(f"approvals/{key}.json", {"task": task.path, "answer": answer})
+        await self.write(f"approvals/{key}.json", {"task": task.path, "answer": answer}, task.path)
         return answer
 
     @staticmethod
@@ -146,20 +146,22 @@ class ApprovalGates:
                 raise timed_out(question) from None
         return checked_answer(question, raw, "the terminal")
 
-    async def read(self, key: str) -> Any:
+    async def read(self, key: str, task: str | None = None) -> Any:
+        """The stored value at ``key`` (signed, bound to the key, which holds the task's
+        checkpoint key and the question's hash), or ``None``: missing or failing the check."""
         if self.files is None:
             return None
-        data = await self.files.read(key)
+        data = await self.files.read(key, task)
         try:
             return json.loads(data) if data else None
         except ValueError:
             return None
 
-    async def write(self, key: str, value: Any) -> None:
+    async def write(self, key: str, value: Any, task: str | None = None) -> None:
         if self.files is None:
             return
         try:
-            await self.files.write(key, json.dumps(value, default=str).encode())
+            await self.files.write(key, json.dumps(value, default=str).encode(), task)
         except Exception as exc:  # the run goes on; a resume would ask again
             LOG.warning("approval answer %s not checkpointed: %s", key, exc)
 

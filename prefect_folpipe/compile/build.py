@@ -42,6 +42,9 @@ from .runs import RunRecord
 from .runtime import ModelServices, RunSpec, Services
 from .scope import CheckpointScope
 from .server import SETTLE
+from .storeevents import StoreEvents, collecting
+from .storeevents import current as current_events
+from .storekey import store_key
 from .tags import RunTags
 from .tasks import PrefectTasks
 
@@ -155,7 +158,7 @@ async def run_root(
     raises for task failures (``RunResult.status == "failed"``, ``.error``). The objects
     alive when it starts stay out of garbage-collection passes until it ends (``workflow.heap``).
     """
-    with older_objects_set_aside():
+    with older_objects_set_aside(), collecting(StoreEvents()):
         return await _run_root(workflow, context, options or RunOptions())
 
 
@@ -176,6 +179,8 @@ async def _run_root(
     usage: dict[str, Any] = {}
     try:
         check_root_inputs(target, seeded)
+        if run.spec.storage is not None:  # FP542 now, not at the first entry
+            await asyncio.to_thread(store_key)
         await check_providers(run.local, list(target.walk()))
         await run.start()
         outcome = await run.executor.run_target(target, seeded)
@@ -240,6 +245,7 @@ def _result(
         workflow=workflow.name,
         error=outcome.error,
         costs=cost_report(*usage, [row["path"] for row in rows]) if usage else None,
+        warnings=events.warnings() if (events := current_events()) is not None else [],
     )
 
 

@@ -32,6 +32,7 @@ from .report import RunTracker
 from .restore import CheckpointReader, NotRestorable, RecordingTracker, RestoredPass
 from .runner import Runners
 from .server import SETTLE
+from .storeguard import account_checkpoint, checkpoint_key_of
 from .tags import RunTags
 from .tasks import PrefectTasks
 
@@ -102,9 +103,12 @@ class TreeExecutor:
             "label": pass_label(scope.label(task.path), phase),
             "scope": list(scope.iteration),
         }
+        key = checkpoint_key_of(self.tasks.leaf_options(task, phase)[1], parameters)
         state = await runner.run(self.tasks.leaf(task, phase), parameters, wait_for)
         SETTLE.expect(state)
         outcome = await settle_pass(task, state)
+        if key:
+            account_checkpoint(self.tasks.storage, task, key, outcome.status)
         await runner.report(task, state, outcome, self.tracker)
         return outcome
 

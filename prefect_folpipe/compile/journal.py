@@ -4,7 +4,9 @@ live there, next to the checkpoints (Prefect-free; a storage block is only calle
 The result storage is a ``Path`` (the default ``<workflow>/.folpipe/results``) or any Prefect
 result-storage block (``WritableFileSystem``: ``read_path`` / ``write_path``, sync or async).
 Files are written whole and moved into place, so a process killed mid-write leaves the old
-entry or none, never half of one; like the checkpoints, they are 0600 in 0700 folders.
+entry or none, never half of one; like the checkpoints, they are 0600 in 0700 folders. Every
+entry is signed with the store key, bound to its key (``compile.storekey``): one that fails
+the check is a miss with a warning (FP540), never used.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from typing import Any
 from ..agent.journal import Journal
 from ..workflow.tree import Task
 from .runtime import RunSpec
+from .storeevents import forged, unsaved
+from .storekey import ForgedEntry, seal, unseal
 
 LOG = logging.getLogger("prefect_folpipe.compile")
 
@@ -31,12 +35,27 @@ FOLDER_MODE = 0o700
 
 
 class StorageFiles:
-    """``agent.journal.JournalStore`` over a result storage (a folder or a storage block)."""
+    """``agent.journal.JournalStore`` over a result storage (a folder or a storage block):
+    JSON objects, signed on write and checked on read (``compile.storekey``)."""
 
-    def __init__(self, storage: Any) -> None:
+    def __init__(self, storage: Any, task: str | None = None) -> None:
         self.storage = Path(storage) if isinstance(storage, str) else storage
+        self.task = task
+        """The task whose entries these are, for the run's report (``None``: several)."""
 
-    async def read(self, key: str) -> bytes | None:
+    async def read(self, key: str, task: str | None = None) -> bytes | None:
+        """The entry at ``key`` without its tag, or ``None`` (missing, or failed the check:
+        FP540)."""
+        data = await self._read(key)
+        if data is None:
+            return None
+        try:
+            return unseal(_kind(key), key, data)
+        except ForgedEntry as exc:
+            forged(_kind(key), key, str(exc), _CONSEQUENCE[_kind(key)], task or self.task)
+            return None
+
+    async def _read(self, key: str) -> bytes | None:
         if isinstance(self.storage, Path):
             return await asyncio.to_thread(_read_file, self.storage / key)
         try:
@@ -45,11 +64,30 @@ class StorageFiles:
             LOG.debug("storage read %s: %s", key, exc)
             return None
 
-    async def write(self, key: str, data: bytes) -> None:
-        if isinstance(self.storage, Path):
-            await asyncio.to_thread(_write_file, self.storage / key, data)
-            return
-        await _call(self.storage, "write_path", key, data)
+    async def write(self, key: str, data: bytes, task: str | None = None) -> None:
+        """Sign and store ``data`` (a JSON object); a failed write is reported (FP541) and
+        raised to the caller, which goes on without it."""
+        sealed = seal(_kind(key), key, data)
+        try:
+            if isinstance(self.storage, Path):
+                await asyncio.to_thread(_write_file, self.storage / key, sealed)
+            else:
+                await _call(self.storage, "write_path", key, sealed)
+        except Exception as exc:
+            unsaved(_kind(key), key, exc, task or self.task)
+            raise
+
+
+_CONSEQUENCE = {
+    "journal": "the call goes to the model again",
+    "approvals": "the gate asks again",
+}
+
+
+def _kind(key: str) -> str:
+    """The store an entry belongs to: ``journal`` or ``approvals`` (its first folder)."""
+    kind = key.split("/", 1)[0]
+    return kind if kind in _CONSEQUENCE else "journal"
 
 
 async def _call(block: Any, method: str, *args: Any) -> Any:
@@ -111,7 +149,7 @@ def journal_for(
         return None
     namespace = f"{task.path}|{phase}|{list(scope or ())}|{salt}"
     return Journal(
-        StorageFiles(spec.storage),
+        StorageFiles(spec.storage, task.path),
         task.path,
         namespace,
         workflow_root=spec.root_dir,

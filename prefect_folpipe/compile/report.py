@@ -187,6 +187,13 @@ class RunResult:
     """The exception that failed the run (not part of the JSON document)."""
     costs: Any = None
     """The run's ``compile.costs.CostReport`` (the cost artifact; not part of the JSON)."""
+    warnings: list[dict[str, Any]] = field(default_factory=list)
+    """Store entries that failed their check (FP540) or could not be written (FP541)."""
+
+    @property
+    def durable(self) -> bool:
+        """Everything the run meant to keep (checkpoints, journal entries) was written."""
+        return not any(warning.get("code") == "FP541" for warning in self.warnings)
 
     @property
     def usage(self) -> dict[str, int]:
@@ -215,13 +222,17 @@ class RunResult:
         return [row["path"] for row in self.tasks if row["status"] == "cached"]
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        document = {
             "status": self.status,
             "flow_run_id": self.flow_run_id,
             "context": self.context,
             "tasks": self.tasks,
             "usage": self.usage,
         }
+        if self.warnings:  # only when a store entry was refused or not written
+            document["durable"] = self.durable
+            document["warnings"] = self.warnings
+        return document
 
     def to_json(self, *, indent: int | None = None) -> str:
         """The exact ``folpipe run --json`` document."""
