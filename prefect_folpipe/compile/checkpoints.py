@@ -9,7 +9,9 @@ it hands to Prefect: a file that is not such a record — tampered, truncated, p
 cache miss with a warning (FP517), and the task runs again and overwrites it. Each record
 also carries a tag over its content and its key (``compile.storekey``): a record edited, copied
 under another key or written without the store key is a miss too (FP540). Files are written
-whole (a temporary file, then a rename) with mode 0600 in a 0700 folder.
+whole (a temporary file, then a rename) with mode 0600 in a 0700 folder; a write that fails
+(a full disk) leaves no file, raises nothing into Prefect (no traceback) and is reported as
+FP541 for the run's report (``compile.storeevents``).
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from prefect.serializers import JSONSerializer
 from pydantic import ConfigDict
 
 from ..workflow.redaction import mask
-from .storeevents import forged
+from .storeevents import forged, unsaved
 from .storekey import ForgedEntry, seal, verified
 
 LOG = logging.getLogger("prefect_folpipe.compile")
@@ -156,7 +158,10 @@ class CheckpointStorage(LocalFileSystem):
         target = self._resolve_path(path)
         if target.exists() and not target.is_file():
             raise ValueError(f"Path {target} already exists and is not a file.")
-        write_whole(target, seal(KIND, binding(path), content))
+        try:
+            write_whole(target, seal(KIND, binding(path), content))
+        except OSError as exc:  # a full disk: reported, never a traceback (FP541)
+            unsaved(KIND, binding(path), exc)
         return str(target)
 
 
@@ -193,13 +198,21 @@ class CheckedStorage(WritableFileSystem):
 
     async def awrite_path(self, path: str, content: bytes) -> Any:
         args = (path, seal(KIND, binding(path), content))
-        return await call_explicitly_async_block_method(self.inner, "write_path", args, {})
+        try:
+            return await call_explicitly_async_block_method(self.inner, "write_path", args, {})
+        except Exception as exc:  # the block's own error (a full bucket, no network): FP541
+            unsaved(KIND, binding(path), exc)
+            return path
 
     def write_path(  # type: ignore[override]
         self, path: str, content: bytes, _sync: bool | None = None
     ) -> Any:
         args = (path, seal(KIND, binding(path), content))
-        return call_explicitly_sync_block_method(self.inner, "write_path", args, {})
+        try:
+            return call_explicitly_sync_block_method(self.inner, "write_path", args, {})
+        except Exception as exc:
+            unsaved(KIND, binding(path), exc)
+            return path
 
 
 KIND = "checkpoint"

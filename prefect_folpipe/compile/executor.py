@@ -32,7 +32,7 @@ from .report import RunTracker
 from .restore import CheckpointReader, NotRestorable, RecordingTracker, RestoredPass
 from .runner import Runners
 from .server import SETTLE
-from .storeguard import account_checkpoint, checkpoint_key_of
+from .storeguard import checkpoint_key_of, own_checkpoint
 from .tags import RunTags
 from .tasks import PrefectTasks
 
@@ -104,11 +104,11 @@ class TreeExecutor:
             "scope": list(scope.iteration),
         }
         key = checkpoint_key_of(self.tasks.leaf_options(task, phase)[1], parameters)
+        if key:
+            own_checkpoint(task, key)
         state = await runner.run(self.tasks.leaf(task, phase), parameters, wait_for)
         SETTLE.expect(state)
         outcome = await settle_pass(task, state)
-        if key:
-            account_checkpoint(self.tasks.storage, task, key, outcome.status)
         await runner.report(task, state, outcome, self.tracker)
         return outcome
 

@@ -66,7 +66,7 @@ class StorageFiles:
 
     async def write(self, key: str, data: bytes, task: str | None = None) -> None:
         """Sign and store ``data`` (a JSON object); a failed write is reported (FP541) and
-        raised to the caller, which goes on without it."""
+        the caller goes on without it (nothing partial is left)."""
         sealed = seal(_kind(key), key, data)
         try:
             if isinstance(self.storage, Path):
@@ -75,7 +75,6 @@ class StorageFiles:
                 await _call(self.storage, "write_path", key, sealed)
         except Exception as exc:
             unsaved(_kind(key), key, exc, task or self.task)
-            raise
 
 
 _CONSEQUENCE = {

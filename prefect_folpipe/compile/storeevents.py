@@ -54,6 +54,7 @@ class StoreEvents:
     def __init__(self) -> None:
         self.events: list[StoreEvent] = []
         self._seen: set[tuple[str, str]] = set()
+        self._owners: dict[str, str] = {}
 
     def add(self, event: StoreEvent) -> bool:
         """Keep ``event``; ``False`` when its entry was already reported with that code."""
@@ -61,18 +62,18 @@ class StoreEvents:
         if mark in self._seen:
             return False
         self._seen.add(mark)
+        if event.task is None:
+            event.task = self._owners.get(_name(event.entry))
         self.events.append(event)
         return True
 
-    def claim(self, entry: str, task: str) -> list[StoreEvent]:
-        """Say which task the events of ``entry`` (a checkpoint key) belong to."""
-        found = [event for event in self.events if _same_entry(event.entry, entry)]
-        for event in found:
-            event.task = event.task or task
-        return found
-
-    def unsaved(self, entry: str) -> bool:
-        return any(e.code == UNSAVED and _same_entry(e.entry, entry) for e in self.events)
+    def own(self, entry: str, task: str) -> None:
+        """``entry`` (a checkpoint key) belongs to ``task``: its events, earlier or later,
+        name it (Prefect writes a checkpoint inside a branch only when the branch ends)."""
+        self._owners[_name(entry)] = task
+        for event in self.events:
+            if event.task is None and _name(event.entry) == _name(entry):
+                event.task = task
 
     @property
     def durable(self) -> bool:
@@ -83,9 +84,9 @@ class StoreEvents:
         return [event.to_dict() for event in self.events]
 
 
-def _same_entry(stored: str, key: str) -> bool:
-    """``stored`` (a path as written) names the checkpoint ``key``."""
-    return stored == key or stored.rsplit("/", 1)[-1] == key
+def _name(entry: str) -> str:
+    """A checkpoint's key, whether given as a key or as the path it is stored at."""
+    return entry.replace("\\", "/").rsplit("/", 1)[-1]
 
 
 _CURRENT: ContextVar[StoreEvents | None] = ContextVar("folpipe_store_events", default=None)
