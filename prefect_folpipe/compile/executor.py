@@ -21,6 +21,7 @@ from ..workflow.context import ERRORS_KEY
 from ..workflow.names import RESTORED_SUFFIX
 from ..workflow.tree import Task
 from .approval import ApprovalGates
+from .checkpointlock import CheckpointLocks
 from .contextops import ContextBox, child_context, describe_error, merge_delta
 from .failures import TaskTimedOut
 from .groups import run_group
@@ -32,7 +33,7 @@ from .report import RunTracker
 from .restore import CheckpointReader, NotRestorable, RecordingTracker, RestoredPass
 from .runner import Runners
 from .server import SETTLE
-from .storeguard import checkpoint_key_of, own_checkpoint
+from .storeguard import checkpoint_key_of, local_folder, own_checkpoint
 from .tags import RunTags
 from .tasks import PrefectTasks
 
@@ -63,6 +64,8 @@ class TreeExecutor:
         self.restoring = restore
         """Restore children from checkpoints without a task run each (``--fresh``: no)."""
         self.reader = CheckpointReader()
+        self.locks = CheckpointLocks(local_folder(tasks.storage))
+        """Locks beside the checkpoints this run is making (``compile.checkpointlock``)."""
         self.gates: ApprovalGates | None = None
         """The run's approval gates (set when the run starts)."""
         self._failed_errors: dict[tuple[str, tuple[int, ...]], list[Any]] = {}
@@ -106,7 +109,13 @@ class TreeExecutor:
         key = checkpoint_key_of(self.tasks.leaf_options(task, phase)[1], parameters)
         if key:
             own_checkpoint(task, key)
-        state = await runner.run(self.tasks.leaf(task, phase), parameters, wait_for)
+        locked = key is not None and await self.locks.acquire(key, task)  # another run's pass
+        state = None
+        try:
+            state = await runner.run(self.tasks.leaf(task, phase), parameters, wait_for)
+        finally:  # a failed or cancelled pass releases at once, a completed one once written
+            if locked and key is not None:
+                self.locks.release(key, settled=not _completed(state))
         SETTLE.expect(state)
         outcome = await settle_pass(task, state)
         await runner.report(task, state, outcome, self.tracker)
@@ -363,6 +372,11 @@ def _edge_past_failure(outcome: Outcome) -> Outcome:
     is_failed = getattr(handle, "is_failed", None)
     outcome.handle = allow_failure(handle) if is_failed is not None and is_failed() else None
     return outcome
+
+
+def _completed(state: Any) -> bool:
+    """A pass that ran and completed (its checkpoint is being written)."""
+    return state is not None and state.is_completed() and state.name != "Cached"
 
 
 async def settle_pass(task: Task, state: Any) -> Outcome:

@@ -9,12 +9,14 @@ the run's report names it. A pass run on a Dask worker writes (and reports) ther
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import Any
 
 from prefect.cache_policies import NO_CACHE
 
 from ..workflow.tree import Task
+from .checkpoints import CheckpointStorage
 from .storeevents import current
 
 
@@ -28,6 +30,13 @@ def checkpoint_key_of(options: Mapping[str, Any], parameters: Mapping[str, Any])
         return key_fn(None, dict(parameters)) or None
     except Exception:  # the task run computes it again and reports what is wrong
         return None
+
+
+def local_folder(storage: Any) -> str | None:
+    """The local checkpoint folder of ``storage`` (``None`` for a storage block)."""
+    if isinstance(storage, CheckpointStorage):
+        return os.path.expanduser(storage.basepath or ".")
+    return None
 
 
 def own_checkpoint(task: Task, key: str) -> None:
