@@ -61,3 +61,29 @@ def test_a_killed_fresh_run_resumed_pays_again_for_at_most_one_call(
     # 5 answers from the journal; paid: the call in flight again, and the 3 never reached
     assert (agent["replayed_calls"], agent["model_calls"]) == (5, 4)
     assert resumed["context"]["agent"].count("value of") == 8
+
+
+@pytest.mark.parametrize("deployment", [False, True])
+def test_the_journal_belongs_to_the_lineage_a_resume_continues(
+    tmp_path: Path, deployment: bool
+) -> None:
+    """Each run (and each process) has its own spec key; the journal's owner is the checkpoint
+    lineage, which ``folpipe resume`` and a deployment run's Retry (the same flow run) keep."""
+    from builders import write_workflow
+
+    from prefect_folpipe.compile.journal import journal_for
+    from prefect_folpipe.compile.runtime import RunSpec
+    from prefect_folpipe.compile.scope import CheckpointScope
+    from prefect_folpipe.validate import load_workflow
+
+    root = write_workflow(tmp_path / "wf", {"task.yaml": {"name": "j"}, "instructions.md": "Hi."})
+    task = load_workflow(root).root
+    scope = CheckpointScope(lineage="flow-run-1", deployment=deployment, fresh=True)
+    journals = [
+        journal_for(RunSpec(key=key, root_dir=str(root), storage=tmp_path, checkpoints=scope),
+                    task, "single", None, scope.salt(task))
+        for key in ("first-process", "resumed-process")
+    ]  # fmt: skip
+    assert all(journal is not None and journal.only_run for journal in journals)
+    assert {journal.run for journal in journals} == {"flow-run-1"}  # type: ignore[union-attr]
+    assert journals[0].prefix == journals[1].prefix  # type: ignore[union-attr]
