@@ -81,9 +81,9 @@ class Replayed:
 class Journal:
     """The journal of one agent pass (one task, phase and loop iteration).
 
-    ``run`` names the run writing the entries; with ``only_run`` set (``--fresh``), entries of
-    earlier runs are ignored, so a fresh run asks the model again but its own retries still
-    replay.
+    ``run`` names the run writing the entries (its checkpoint lineage, which a resume
+    continues); with ``only_run`` set (``--fresh``), entries of other runs are ignored, so a
+    fresh run asks the model again but its own retries and resumes still replay.
     """
 
     def __init__(

@@ -28,6 +28,8 @@ from ..errors import ConfigError, Diagnostic, FolpipeError, Severity, WorkflowVa
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
+EXIT_NOT_DURABLE = 3
+"""The run completed, but a checkpoint or journal entry could not be written (FP541)."""
 
 DEFAULT_PIPE_WIDTH = 120
 """Width used when output is not a terminal and ``COLUMNS`` is unset (logs, pipes, tests)."""

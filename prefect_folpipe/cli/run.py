@@ -1,6 +1,7 @@
 """``folpipe run PATH``: run a workflow as a Prefect flow (live view, or one JSON document).
 
-Exit codes: 0 the workflow completed, 1 it failed, 2 invalid workflow / configuration / usage.
+Exit codes: 0 the workflow completed, 1 it failed, 2 invalid workflow / configuration / usage,
+3 it completed but is not durable (a checkpoint or journal entry could not be written, FP541).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from ._approve import check_approvals, parse_approvals, terminal_approver
 from ._interrupts import interruptions
 from ._render import (
     EXIT_FAILED,
+    EXIT_NOT_DURABLE,
     EXIT_OK,
     EXIT_USAGE,
     error_payload,
@@ -254,7 +256,27 @@ def report(workflow: Workflow, result: Any, as_json: bool) -> int:
             _print_outcome(console, result)
         if infrastructure is not None:
             print_error(infrastructure, get_console(stderr=True), root=workflow.root_dir)
-    return EXIT_OK if result.status == "completed" else EXIT_FAILED
+        print_store_warnings(console, result)
+    if result.status != "completed":
+        return EXIT_FAILED
+    return EXIT_OK if getattr(result, "durable", True) else EXIT_NOT_DURABLE
+
+
+def print_store_warnings(console: Any, result: Any) -> None:
+    """The summary's lines for store entries refused (FP540) or not written (FP541)."""
+    warnings = getattr(result, "warnings", None) or []
+    for warning in warnings[:20]:
+        where = warning.get("task") or warning.get("store")
+        console.print(f"[yellow]! {warning['code']}[/yellow] {where}: {warning['message']}",
+                      highlight=False, soft_wrap=True)  # fmt: skip
+    if len(warnings) > 20:
+        console.print(f"[yellow]! ... and {len(warnings) - 20} more (see --json)[/yellow]")
+    if not getattr(result, "durable", True):
+        console.print(
+            "[yellow]the run completed but is not durable[/yellow] (exit 3): what was not "
+            "stored runs again on the next run",
+            highlight=False,
+        )
 
 
 def start_api() -> InfrastructureError | None:

@@ -31,6 +31,7 @@ from ..workflow.sdks import check_sdks
 from ..workflow.tree import Task, Workflow
 from ..workflow.wording import noun
 from .approvals import ApprovalGates
+from .checkpointlock import CheckpointLocks
 from .checkpoints import Restorer
 from .consolelog import prefix_every_line
 from .executor import LOG, LiveMode, TreeExecutor
@@ -55,6 +56,10 @@ from .rerun import prepare as prepare_rerun
 from .rerun import quiet_passes
 from .runner import Runners
 from .shared import ModelServices, RunSpec, Services, override_of
+from .storeevents import StoreEvents, collecting
+from .storeevents import current as current_events
+from .storeguard import local_folder
+from .storekey import store_key
 from .tags import RunTags
 from .tasks import PrefectTasks
 
@@ -79,7 +84,7 @@ class WorkflowRun:
             storage=options.storage_for(workflow.root_dir),
             workflow_name=workflow.name,
         )
-        self.live = LiveMode()
+        self.live = LiveMode(CheckpointLocks(local_folder(self.tasks.storage)))
         self.executor = TreeExecutor(
             self.plan,
             self.tasks,
@@ -113,6 +118,7 @@ class WorkflowRun:
         return await self.services.report()
 
     async def aclose(self) -> None:
+        self.executor.locks.release_all()  # checkpoints written or not, the run lets go
         try:
             if self.services is not self.local:
                 await self.services.aclose()
@@ -196,7 +202,7 @@ async def run_root(
     alive when it starts stay out of garbage-collection passes until it ends (``workflow.heap``).
     """
     options = options or RunOptions()
-    with older_objects_set_aside(), _run_span(workflow, options) as span:
+    with older_objects_set_aside(), collecting(StoreEvents()), _run_span(workflow, options) as span:
         result = await _run_root(workflow, context, options, plan, span.traceparent)
         span.finish(result.status, result.tasks, result.costs.total_usd if result.costs else 0)
         return result
@@ -248,6 +254,8 @@ async def _run_root(
     try:
         check_root_inputs(target, seeded)
         prepare_rerun(workflow, context, options, run.plan, run.spec.checkpoints)
+        if run.spec.storage is not None:  # FP542 now, not at the first entry
+            await asyncio.to_thread(store_key)
         await check_providers(run.local, list(target.walk()))
         await run.start()
         outcome = await run.executor.run_target(target, seeded)
@@ -316,6 +324,7 @@ def _result(
         workflow=workflow.name,
         error=outcome.error,
         costs=cost_report(*usage, [row["path"] for row in rows]) if usage else None,
+        warnings=events.warnings() if (events := current_events()) is not None else [],
     )
 
 

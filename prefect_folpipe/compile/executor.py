@@ -28,10 +28,12 @@ from ..workflow.context import ERRORS_KEY
 from ..workflow.names import pass_label
 from ..workflow.tree import Task
 from .approvals import ApprovalGates
+from .checkpointlock import CheckpointLocks
 from .checkpoints import Restorer
 from .infra import SETTLE
 from .report import RunTracker
 from .runner import Runners
+from .storeguard import checkpoint_key_of, own_checkpoint
 from .tags import RunTags
 from .tasks import PrefectTasks
 
@@ -259,9 +261,12 @@ class TreeExecutor:
 class LiveMode:
     """Passes and branches as Prefect task runs (or subflow runs), gates asked for real."""
 
-    def __init__(self) -> None:
+    def __init__(self, locks: CheckpointLocks | None = None) -> None:
         self.gates: ApprovalGates | None = None
         """The run's approval gates (set when the run starts)."""
+        self.locks = locks or CheckpointLocks(None)
+        """Locks beside the checkpoints this run is making (``compile.checkpointlock``): a
+        concurrent run of the same folder waits for a pass this run is making."""
 
     async def agent_pass(
         self,
@@ -279,7 +284,16 @@ class LiveMode:
             "label": pass_label(scope.label(task.path), phase),
             "scope": list(scope.iteration),
         }
-        state = await runner.run(ex.tasks.leaf(task, phase), parameters, wait_for)
+        key = checkpoint_key_of(ex.tasks.leaf_options(task, phase)[1], parameters)
+        if key:
+            own_checkpoint(task, key)
+        locked = key is not None and await self.locks.acquire(key, task)  # another run's pass
+        state = None
+        try:
+            state = await runner.run(ex.tasks.leaf(task, phase), parameters, wait_for)
+        finally:  # a failed or cancelled pass releases at once, a completed one once written
+            if locked and key is not None:
+                self.locks.release(key, settled=not _completed(state))
         SETTLE.expect(state)
         outcome = await settle_pass(task, state)
         if outcome.status == "cached":  # the pass did not run: its checkpoint answered
@@ -342,6 +356,11 @@ def _edge_past_failure(outcome: Outcome) -> Outcome:
     is_failed = getattr(handle, "is_failed", None)
     outcome.handle = allow_failure(handle) if is_failed is not None and is_failed() else None
     return outcome
+
+
+def _completed(state: Any) -> bool:
+    """A pass that ran and completed (its checkpoint is being written)."""
+    return state is not None and state.is_completed() and state.name != "Cached"
 
 
 async def settle_pass(task: Task, state: Any) -> Outcome:

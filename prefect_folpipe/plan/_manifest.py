@@ -11,6 +11,7 @@ changed", "input 'topic' changed"), and reads the outputs of tasks that would co
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -64,14 +65,15 @@ def write_manifest(
     """Record a finished pass (best effort: a manifest that cannot be written is skipped)."""
     file = manifest_file(folder, task.path, phase, iteration)
     data = {"path": task.path, "phase": phase, "iteration": list(iteration), "key": key}
+    tmp = file.with_suffix(f".{os.getpid()}.tmp")
     try:
         file.parent.mkdir(parents=True, exist_ok=True)
         text = json.dumps({**data, "parts": parts, "delta": delta}, default=str)
-        tmp = file.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(text, encoding="utf-8")
         os.replace(tmp, file)
     except (OSError, TypeError, ValueError):
-        return
+        with contextlib.suppress(OSError):  # a full disk leaves no partial file behind
+            tmp.unlink()
 
 
 def read_manifest(

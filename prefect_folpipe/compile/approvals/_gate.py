@@ -76,7 +76,7 @@ class ApprovalGates:
         question = self.question(task, context, scope)
         with telemetry.approval_span(task.path, question.label) as span:
             key = self._answer_key(task, context, scope, question)
-            saved = await self.read(f"approvals/{key}.json")
+            saved = await self.read(f"approvals/{key}.json", task.path)
             if isinstance(saved, dict) and isinstance(saved.get("answer"), dict):
                 span.answered("checkpoint")
                 return dict(saved["answer"])
@@ -84,7 +84,8 @@ class ApprovalGates:
             if answer is None:
                 answer, source = await self._wait(task, question, key, scope), "asked"
             span.answered(source)
-            await self.write(f"approvals/{key}.json", {"task": task.path, "answer": answer})
+            record = {"task": task.path, "answer": answer}
+            await self.write(f"approvals/{key}.json", record, task.path)
             return answer
 
     @staticmethod
@@ -151,21 +152,23 @@ class ApprovalGates:
                 raise timed_out(question) from None
         return checked_answer(question, raw, "the terminal")
 
-    async def read(self, key: str) -> Any:
+    async def read(self, key: str, task: str | None = None) -> Any:
+        """The stored value at ``key`` (signed, bound to the key, which holds the task's
+        checkpoint key and the question's hash), or ``None``: missing or failing the check."""
         if self.files is None:
             return None
-        data = await self.files.read(key)
+        data = await self.files.read(key, task)
         try:
             return load_stored(data) if data else None
         except DamagedEntry as exc:
             warn_damaged(LOG, f"stored approval answer {key}", exc, "the gate asks again")
             return None
 
-    async def write(self, key: str, value: Any) -> None:
+    async def write(self, key: str, value: Any, task: str | None = None) -> None:
         if self.files is None:
             return
         try:
-            await self.files.write(key, json.dumps(value, default=str).encode())
+            await self.files.write(key, json.dumps(value, default=str).encode(), task)
         except Exception as exc:  # the run goes on; a resume would ask again
             LOG.warning("approval answer %s not checkpointed: %s", key, exc)
 

@@ -4,7 +4,7 @@ restoring finished tasks without a task run each, and the key -> bytes store of 
 
 from __future__ import annotations
 
-from ._files import SERIALIZER, checkpoint_storage, flow_result_storage
+from ._files import SERIALIZER, CheckpointStorage, checkpoint_storage, flow_result_storage
 from ._replay import ReplayMode, Restorer
 from ._restore import CheckpointReader, NotRestorable, RecordingTracker, RestoredPass
 from ._store import StorageFiles, journal_for
@@ -12,6 +12,7 @@ from ._store import StorageFiles, journal_for
 __all__ = [
     "SERIALIZER",
     "CheckpointReader",
+    "CheckpointStorage",
     "NotRestorable",
     "RecordingTracker",
     "ReplayMode",

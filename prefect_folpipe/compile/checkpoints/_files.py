@@ -6,17 +6,23 @@ serializer with an ``object_decoder`` of its choice) would run code on the next 
 Every checkpoint is therefore written with plain JSON (``SERIALIZER``: no object encoder or
 decoder; a pass's payload is JSON by rule, FP515), and the result storage checks each record
 it hands to Prefect: a file that is not such a record — tampered, truncated, pickled — is a
-cache miss with a warning (FP517), and the task runs again and overwrites it. Files are
-written with mode 0600 in a 0700 folder.
+cache miss with a warning (FP517), and the task runs again and overwrites it. Each record
+also carries a tag over its content and its key (``compile.storekey``): a record edited, copied
+under another key or written without the store key is a miss too (FP540). Files are written
+whole (a temporary file, then a rename) with mode 0600 in a 0700 folder; a write that fails
+(a full disk) leaves no file, raises nothing into Prefect (no traceback) and is reported as
+FP541 for the run's report (``compile.storeevents``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import logging
 import os
 import stat
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +36,8 @@ from pydantic import ConfigDict
 
 from ...redaction import mask
 from ...workflow.stored import MAX_BYTES, DamagedEntry, load_stored
+from ..storeevents import forged, unsaved
+from ..storekey import ForgedEntry, seal, verified
 
 LOG = logging.getLogger("prefect_folpipe.compile")
 
@@ -61,10 +69,18 @@ class UntrustedCheckpoint(ValueError):
 def check_record(content: bytes) -> None:
     """Raise ``UntrustedCheckpoint`` unless ``content`` is a JSON result record whose
     serializer is plain JSON and whose result is a pass payload."""
+    check_parsed(_parsed(content))
+
+
+def _parsed(content: bytes) -> Any:
     try:
-        record = load_stored(content)
+        return load_stored(content)
     except DamagedEntry as exc:
         raise UntrustedCheckpoint(f"not a JSON record within bounds: {exc}") from None
+
+
+def check_parsed(record: Any) -> None:
+    """``check_record`` of a record already parsed."""
     if not isinstance(record, dict) or not isinstance(record.get("metadata"), dict):
         raise UntrustedCheckpoint("not a result record")
     serializer = record["metadata"].get("serializer")
@@ -142,13 +158,12 @@ class CheckpointStorage(LocalFileSystem):
 
     def _write_private(self, path: str, content: bytes) -> str:
         target = self._resolve_path(path)
-        target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         if target.exists() and not target.is_file():
             raise ValueError(f"Path {target} already exists and is not a file.")
-        descriptor = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(descriptor, "wb") as handle:
-            handle.write(content)
-        os.chmod(target, 0o600)  # an existing file keeps its mode through O_CREAT
+        try:
+            write_whole(target, seal(KIND, binding(path), content))
+        except OSError as exc:  # a full disk: reported, never a traceback (FP541)
+            unsaved(KIND, binding(path), exc)
         return str(target)
 
 
@@ -184,22 +199,62 @@ class CheckedStorage(WritableFileSystem):
         return _checked(path, content)
 
     async def awrite_path(self, path: str, content: bytes) -> Any:
-        args = (path, content)
-        return await call_explicitly_async_block_method(self.inner, "write_path", args, {})
+        args = (path, seal(KIND, binding(path), content))
+        try:
+            return await call_explicitly_async_block_method(self.inner, "write_path", args, {})
+        except Exception as exc:  # the block's own error (a full bucket, no network): FP541
+            unsaved(KIND, binding(path), exc)
+            return path
 
     def write_path(  # type: ignore[override]
         self, path: str, content: bytes, _sync: bool | None = None
     ) -> Any:
-        return call_explicitly_sync_block_method(self.inner, "write_path", (path, content), {})
+        args = (path, seal(KIND, binding(path), content))
+        try:
+            return call_explicitly_sync_block_method(self.inner, "write_path", args, {})
+        except Exception as exc:
+            unsaved(KIND, binding(path), exc)
+            return path
+
+
+KIND = "checkpoint"
+
+
+def binding(path: str) -> str:
+    """What a checkpoint's tag is bound to: its key (the file name; Prefect passes a local
+    folder's records by absolute path)."""
+    return path.replace("\\", "/").rsplit("/", 1)[-1]
 
 
 def _checked(path: str, content: bytes) -> bytes:
+    """The record Prefect may read: checked (FP517), authenticated (FP540), tag removed."""
     try:
-        check_record(content)
+        record = _parsed(content)
+        check_parsed(record)
     except UntrustedCheckpoint as exc:
         _refuse(path, exc)
         raise
-    return content
+    try:
+        return verified(KIND, binding(path), record)
+    except ForgedEntry as exc:
+        forged(KIND, path, str(exc), "the task runs again and replaces it")
+        raise UntrustedCheckpoint(str(exc)) from None
+
+
+def write_whole(target: Path, content: bytes) -> None:
+    """Write ``content`` to ``target`` (0600, its folder 0700) through a temporary file and a
+    rename: a failed write leaves the old file or none, never an empty or partial one."""
+    target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    descriptor, temporary = tempfile.mkstemp(dir=target.parent, prefix=".tmp-", suffix=".part")
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(content)
+        os.chmod(temporary, 0o600)
+        os.replace(temporary, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
 
 
 def checkpoint_storage(storage: Any) -> Any:

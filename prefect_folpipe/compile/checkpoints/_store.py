@@ -4,7 +4,9 @@ live there, next to the checkpoints (Prefect-free; a storage block is only calle
 The result storage is a ``Path`` (the default ``<workflow>/.folpipe/results``) or any Prefect
 result-storage block (``WritableFileSystem``: ``read_path`` / ``write_path``, sync or async).
 Files are written whole and moved into place, so a process killed mid-write leaves the old
-entry or none, never half of one; like the checkpoints, they are 0600 in 0700 folders.
+entry or none, never half of one; like the checkpoints, they are 0600 in 0700 folders. Every
+entry is signed with the store key, bound to its key (``compile.storekey``): one that fails
+the check is a miss with a warning (FP540), never used.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from ...agent.journal import Journal
 from ...workflow.stored import DAMAGED, MAX_BYTES
 from ...workflow.tree import Task
 from ..shared import RunSpec
+from ..storeevents import forged, unsaved
+from ..storekey import ForgedEntry, seal, unseal
 
 LOG = logging.getLogger("prefect_folpipe.compile")
 
@@ -32,12 +36,27 @@ FOLDER_MODE = 0o700
 
 
 class StorageFiles:
-    """``agent.journal.JournalStore`` over a result storage (a folder or a storage block)."""
+    """``agent.journal.JournalStore`` over a result storage (a folder or a storage block):
+    JSON objects, signed on write and checked on read (``compile.storekey``)."""
 
-    def __init__(self, storage: Any) -> None:
+    def __init__(self, storage: Any, task: str | None = None) -> None:
         self.storage = Path(storage) if isinstance(storage, str) else storage
+        self.task = task
+        """The task whose entries these are, for the run's report (``None``: several)."""
 
-    async def read(self, key: str) -> bytes | None:
+    async def read(self, key: str, task: str | None = None) -> bytes | None:
+        """The entry at ``key`` without its tag, or ``None`` (missing, or failed the check:
+        FP540)."""
+        data = await self._read(key)
+        if data is None:
+            return None
+        try:
+            return unseal(_kind(key), key, data)
+        except ForgedEntry as exc:
+            forged(_kind(key), key, str(exc), _CONSEQUENCE[_kind(key)], task or self.task)
+            return None
+
+    async def _read(self, key: str) -> bytes | None:
         if isinstance(self.storage, Path):
             return await asyncio.to_thread(_read_file, self.storage / key)
         try:
@@ -46,11 +65,29 @@ class StorageFiles:
             LOG.debug("storage read %s: %s", key, exc)
             return None
 
-    async def write(self, key: str, data: bytes) -> None:
-        if isinstance(self.storage, Path):
-            await asyncio.to_thread(_write_file, self.storage / key, data)
-            return
-        await _call(self.storage, "write_path", key, data)
+    async def write(self, key: str, data: bytes, task: str | None = None) -> None:
+        """Sign and store ``data`` (a JSON object); a failed write is reported (FP541) and
+        the caller goes on without it (nothing partial is left)."""
+        sealed = seal(_kind(key), key, data)
+        try:
+            if isinstance(self.storage, Path):
+                await asyncio.to_thread(_write_file, self.storage / key, sealed)
+            else:
+                await _call(self.storage, "write_path", key, sealed)
+        except Exception as exc:
+            unsaved(_kind(key), key, exc, task or self.task)
+
+
+_CONSEQUENCE = {
+    "journal": "the call goes to the model again",
+    "approvals": "the gate asks again",
+}
+
+
+def _kind(key: str) -> str:
+    """The store an entry belongs to: ``journal`` or ``approvals`` (its first folder)."""
+    kind = key.split("/", 1)[0]
+    return kind if kind in _CONSEQUENCE else "journal"
 
 
 async def _call(block: Any, method: str, *args: Any) -> Any:
@@ -111,16 +148,17 @@ def journal_for(
     One journal per task, phase, loop iteration and ``salt``: what answers the task, as in
     its checkpoint key, and how far its checkpoints reach (``compile.scope``: a deployment run
     replays only its own lineage's answers unless checkpoints reach across runs). ``--fresh``
-    only replays what this run itself journaled (its own retries), never an earlier run's.
+    only replays what its own lineage journaled (its retries, and a resume of it: ``folpipe
+    resume``, the UI's Retry), never an earlier run's.
     """
     if spec.storage is None or not task.settings.cache:
         return None
     namespace = f"{task.path}|{phase}|{list(scope or ())}|{salt}"
     return Journal(
-        StorageFiles(spec.storage),
+        StorageFiles(spec.storage, task.path),
         task.path,
         namespace,
         workflow_root=spec.root_dir,
-        run=spec.key,
+        run=spec.checkpoints.lineage or spec.key,  # a resume continues its run's lineage
         only_run=spec.checkpoints.renews(task, phase),
     )

@@ -191,6 +191,13 @@ class RunResult:
     """The run's ``compile.costs.CostReport`` (the cost artifact; not part of the JSON)."""
     rerun: dict[str, Any] | None = None
     """A ``--from`` run: what re-ran, what was restored, spent and saved (``compile.history``)."""
+    warnings: list[dict[str, Any]] = field(default_factory=list)
+    """Store entries that failed their check (FP540) or could not be written (FP541)."""
+
+    @property
+    def durable(self) -> bool:
+        """Everything the run meant to keep (checkpoints, journal entries) was written."""
+        return not any(warning.get("code") == "FP541" for warning in self.warnings)
 
     @property
     def usage(self) -> dict[str, int]:
@@ -228,6 +235,9 @@ class RunResult:
         }
         if self.rerun is not None:
             document["rerun"] = self.rerun
+        if self.warnings:  # only when a store entry was refused or not written
+            document["durable"] = self.durable
+            document["warnings"] = self.warnings
         return document
 
     def to_json(self, *, indent: int | None = None) -> str:

@@ -9,6 +9,7 @@ resume of the workflow sees that the process is gone and marks it ``crashed``. W
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -134,6 +135,8 @@ class RunRecord:
         error = _describe(result.error) if result.status == "failed" else None
         self.data["usage"] = result.usage
         self.data["cost_usd"] = result.costs.total_usd if result.costs is not None else None
+        if not result.durable:  # a checkpoint or journal entry was not written (FP541)
+            self.data["durable"] = False
         self.end(result.status, result.tasks, error)
         if result.status == "completed" and self.data.get("resumed_from"):
             _mark_resumed(self.path.parent / str(self.data["resumed_from"]), self.name)
@@ -185,6 +188,8 @@ def write_record(path: Path, data: Mapping[str, Any]) -> bool:
         os.replace(partial, path)
     except OSError as exc:
         LOG.warning("could not write run record %s: %s", path, exc)
+        with contextlib.suppress(OSError):  # nothing partial is left behind
+            partial.unlink()
         return False
     return True
 
