@@ -23,6 +23,7 @@ from ..providers.replay import Normalizer
 from ..redaction import SECRETS
 from ..workflow.names import slug
 from ..workflow.tree import Workflow
+from ..workflow.wording import plural
 from ._render import get_console, handle_errors
 from ._runref import find_run, finished_runs
 from ._strict import conversation, request_fingerprint, view
@@ -166,7 +167,8 @@ def command(path: Path, name: str, run_ref: str | None) -> None:
         target = write_case(Path(workflow.root_dir), name, case)
     calls = sum(len(p["calls"]) for found in case["recorded"].values() for p in found)
     get_console().print(
-        f"wrote {target} ({calls} model answer(s) of {len(case['recorded'])} task(s), "
+        f"wrote {target} ({plural(calls, 'model answer')} of "
+        f"{plural(len(case['recorded']), 'task')}, "
         f"from run {case['recorded_from']})",
         markup=False,
         highlight=False,

@@ -25,6 +25,7 @@ import yaml
 from .._messages import ModelRequest, ModelResponse, message_to_dict
 from ..errors import ProviderError
 from ..providers.replay import Normalizer, fingerprint, response_from_record
+from ..workflow.wording import plural
 
 STRIP = ("id", "call_id", "is_error")
 
@@ -120,7 +121,7 @@ class Replay:
     def unused(self) -> Iterator[str]:
         for path, left in self._left.items():
             if left:
-                yield f"task {path!r}: {len(left)} recorded pass(es) never ran"
+                yield f"task {path!r}: {plural(len(left), 'recorded pass')} never ran"
 
     def tool_stubs(self, path: str, recorded: Mapping[str, Any]) -> ToolQueue:
         """Results of the pass's recorded tool calls, tools that are not replay-safe."""

@@ -25,6 +25,7 @@ from typing import Any
 
 from ..providers.replay import Normalizer
 from ..workflow.tree import Task, Workflow
+from ..workflow.wording import plural
 from .report import RunResult, list_runs, read_record, runs_dir
 
 PASSES_DIR = "passes"
@@ -167,8 +168,9 @@ def rerun_line(report: Mapping[str, Any]) -> str:
     $0.0000 against running everything``."""
     calls = report["saved_model_calls"]
     return (
-        f"--from {', '.join(report['from'])}: {len(report['rerun'])} task(s) re-ran, "
-        f"{len(report['restored'])} from checkpoints · {report['model_calls']} paid call(s), "
-        f"${report['cost_usd']:.4f} · saved {calls} call(s), {report['saved_tokens']} tokens, "
+        f"--from {', '.join(report['from'])}: {plural(len(report['rerun']), 'task')} re-ran, "
+        f"{len(report['restored'])} from checkpoints · "
+        f"{plural(report['model_calls'], 'paid call')}, ${report['cost_usd']:.4f} · "
+        f"saved {plural(calls, 'call')}, {plural(report['saved_tokens'], 'token')}, "
         f"${report['saved_cost_usd']:.4f} against running everything"
     )

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 IRREGULAR: dict[str, str] = {"pass": "passes", "is": "are", "was": "were"}
+"""Last words whose plural is not ``+s`` (``recorded pass`` -> ``recorded passes``)."""
 
 
 def noun(count: int, word: str, many: str | None = None) -> str:
     """``word`` for one, its plural otherwise (``many``, a known irregular one, or ``+s``)."""
     if count == 1:
         return word
-    return many or IRREGULAR.get(word) or f"{word}s"
+    head, _, last = word.rpartition(" ")
+    plural_last = IRREGULAR.get(last) or f"{last}s"
+    return many or (f"{head} {plural_last}" if head else plural_last)
 
 
 def plural(count: int, word: str, many: str | None = None) -> str:

@@ -118,6 +118,6 @@ def test_the_rerun_line():
          "saved_cost_usd": 0.005}
     )  # fmt: skip
     assert line == (
-        "--from draft: 2 task(s) re-ran, 1 from checkpoints · 2 paid call(s), $0.0100 · saved "
-        "1 call(s), 900 tokens, $0.0050 against running everything"
+        "--from draft: 2 tasks re-ran, 1 from checkpoints · 2 paid calls, $0.0100 · saved "
+        "1 call, 900 tokens, $0.0050 against running everything"
     )

@@ -118,8 +118,8 @@ def test_the_run_line_of_a_from_run(tmp_path, cli_env):
     assert folpipe("run", wf, "--json").returncode == 0
     proc = folpipe("run", wf, "--from", "draft")
     assert proc.returncode == 0, proc.stderr
-    assert "--from draft: 2 task(s) re-ran, 1 from checkpoints · 2 paid call(s)" in proc.stdout
-    assert "saved 1 call(s)" in proc.stdout
+    assert "--from draft: 2 tasks re-ran, 1 from checkpoints · 2 paid calls" in proc.stdout
+    assert "saved 1 call," in proc.stdout
     missing = folpipe("run", wf, "--from", "draft", "--context", '{"topic": "new"}', "--json")
     assert missing.returncode == 2 and "FP406" in missing.stdout
 
