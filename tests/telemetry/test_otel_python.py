@@ -110,3 +110,40 @@ def test_the_exporters_header_values_are_masked_everywhere(monkeypatch) -> None:
     setup._register_header_secrets()
     assert token not in SECRETS.text(f"sent with {token}")
     assert "x-team" in SECRETS.text("x-team")  # a header's name is not secret
+
+
+def test_message_content_takes_the_conventions_shapes_and_is_masked(monkeypatch) -> None:
+    from prefect_folpipe.messages import (
+        AssistantMessage,
+        ToolCall,
+        ToolResult,
+        ToolResultsMessage,
+        UserMessage,
+    )
+    from prefect_folpipe.telemetry import content
+
+    secret = "tok-0c1d2e3f4a5b"
+    monkeypatch.setenv("SERVICE_TOKEN", secret)
+    monkeypatch.delenv(content.CAPTURE_VAR, raising=False)
+    assert not content.capture_enabled()
+    monkeypatch.setenv(content.CAPTURE_VAR, "True")
+    assert content.capture_enabled()
+    messages = [
+        UserMessage(f"use {secret}"),
+        AssistantMessage("", (ToolCall("c1", "lookup", {"key": secret}),)),
+        ToolResultsMessage((ToolResult("c1", "lookup", "found it"),)),
+    ]
+    shaped = json.loads(content.input_messages(messages))
+    assert [m["role"] for m in shaped] == ["user", "assistant", "tool"]
+    assert shaped[1]["parts"] == [
+        {"type": "tool_call", "id": "c1", "name": "lookup", "arguments": {"key": "[REDACTED]"}}
+    ]
+    assert shaped[2]["parts"][0] == {
+        "type": "tool_call_response",
+        "id": "c1",
+        "response": "found it",
+    }
+    assert secret not in content.input_messages(messages)
+    assert json.loads(content.instructions("Be brief.")) == [
+        {"type": "text", "content": "Be brief."}
+    ]
