@@ -113,7 +113,7 @@ def test_the_exporters_header_values_are_masked_everywhere(monkeypatch) -> None:
 
 
 def test_message_content_takes_the_conventions_shapes_and_is_masked(monkeypatch) -> None:
-    from prefect_folpipe.messages import (
+    from prefect_folpipe._messages import (
         AssistantMessage,
         ToolCall,
         ToolResult,
