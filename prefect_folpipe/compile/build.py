@@ -118,7 +118,7 @@ class WorkflowRun:
         return await self.services.report()
 
     async def aclose(self) -> None:
-        self.executor.locks.release_all()  # checkpoints written or not, the run lets go
+        self.live.locks.release_all()  # checkpoints written or not, the run lets go
         try:
             if self.services is not self.local:
                 await self.services.aclose()
