@@ -16,7 +16,7 @@ class CasesGroup(click.Group):
     """A group whose first word may be the path: ``folpipe test PATH`` means ``test run PATH``."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        if args and args[0] not in SUBCOMMANDS and args[0] not in ("-h", "--help"):
+        if not args or (args[0] not in SUBCOMMANDS and args[0] not in ("-h", "--help")):
             args = ["run", *args]
         return super().parse_args(ctx, args)
 

@@ -60,5 +60,11 @@ def test_a_deployment_run_re_run_from_a_task_through_the_api(
     rerun = {"research": "Cached", "write": "Completed"}
     assert task_run_states(server, again, rerun) == rerun
 
+    # the deployment parameters themselves: any run may say them
+    direct = trigger(server, name, 'rerun_from=["write"]', f"restore_from={first}")
+    run_worker_once(server, POOL, tmp_path / "worker-3.log")
+    assert flow_run_states(server, [direct]) == {direct: "Completed"}
+    assert task_run_states(server, direct, rerun) == rerun
+
     unknown = server.run([*command[:-1], "nope", "--json"])
     assert unknown.returncode == 2 and "FP405" in unknown.stdout

@@ -30,6 +30,9 @@ def test_from_draft_reruns_draft_and_publish_and_restores_research(tmp_path, run
     assert again.usage["model_calls"] == 2  # asked again: not replayed from the journal
     assert again.usage["replayed_calls"] == 0
 
+    passes = list((wf / ".folpipe" / "runs" / "passes").glob("*.json"))
+    assert len(passes) == 2 and all(p.stat().st_mode & 0o077 == 0 for p in passes)
+
     # the re-run's answers are the shared checkpoints now: a plain run restores everything
     plain = run(wf)
     assert set(statuses(plain).values()) == {"cached"}
