@@ -28,7 +28,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "install-deps": ("prefect_folpipe.cli.install_deps", "Install every task's dependencies."),
     "plan": ("prefect_folpipe.cli.plan", "Show what a run would do (no model call)."),
     "test": (
-        "prefect_folpipe.cli.cases",
+        "prefect_folpipe.cli.testing.group",
         "Run a workflow's test cases; `test record` makes one from a run.",
     ),
     "diff": (

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from prefect_folpipe.cli._testlogs import TEST_TAG, ConsoleToFile, expected_failures, log_file
+from prefect_folpipe.cli.testing._logs import TEST_TAG, ConsoleToFile, expected_failures, log_file
 
 CASES = [
     {"name": "all good", "models": {"default": "ok"}, "expect": {"status": "completed"}},

@@ -8,7 +8,13 @@ import pytest
 from learn_chain import write
 
 from prefect_folpipe.cli._runref import find_run
-from prefect_folpipe.cli._strict import ToolQueue, conversation, explain, request_fingerprint, view
+from prefect_folpipe.cli.testing._strict import (
+    ToolQueue,
+    conversation,
+    explain,
+    request_fingerprint,
+    view,
+)
 from prefect_folpipe.compile.history import rerun_line
 from prefect_folpipe.compile.rerun import rerun_passes, resolve_targets
 from prefect_folpipe.errors import ConfigError

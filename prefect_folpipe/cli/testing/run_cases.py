@@ -20,10 +20,10 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from ._render import EXIT_FAILED, get_console, handle_errors, print_json
-from ._testfile import TestCase, load_cases
-from ._testlogs import log_file, logs_to_file
-from ._testrun import CaseResult, run_case
+from .._render import EXIT_FAILED, get_console, handle_errors, print_json
+from ._case_run import CaseResult, run_case
+from ._cases_file import TestCase, load_cases
+from ._logs import log_file, logs_to_file
 
 
 @dataclass
@@ -79,7 +79,7 @@ def command(
     path: Path, as_json: bool, select: str | None, verbose: bool, repeat: int, min_pass: float
 ) -> None:
     """Run the test cases of the workflow at PATH (tests.yaml, tests/*.yaml)."""
-    from ..validate import load_workflow
+    from ...validate import load_workflow
 
     verdicts: list[Verdict] = []
     logs: Path | None = None
@@ -88,7 +88,7 @@ def command(
         quiet_tracebacks()
         cases = [c for c in load_cases(path) if select is None or select in c.name]
         if cases:
-            from ..compile.infra import ensure_api  # Prefect sets up its log handlers
+            from ...compile.infra import ensure_api  # Prefect sets up its log handlers
 
             logs = None if verbose else log_file(workflow.name)
             with (
@@ -125,8 +125,8 @@ def command(
 
 def quiet_tracebacks() -> None:
     """A case that fails on purpose logs our coded errors, not their tracebacks (as a run)."""
-    from ..compile import run_workflow  # noqa: F401  (Prefect sets up its log handlers)
-    from .run import quiet_console_tracebacks
+    from ...compile import run_workflow  # noqa: F401  (Prefect sets up its log handlers)
+    from ..run import quiet_console_tracebacks
 
     quiet_console_tracebacks()
 

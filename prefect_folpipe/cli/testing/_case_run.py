@@ -23,16 +23,16 @@ from typing import Any
 
 import yaml
 
-from ..agent.output import check_output
-from ..agent.result import TaskOutcome
-from ..errors import OutputValidationError
-from ..redaction import SECRETS
-from ..tools.toolbox import TOOL_STUBS
-from ..workflow.context import answer_delta
-from ..workflow.tree import Task, Workflow
+from ...agent.output import check_output
+from ...agent.result import TaskOutcome
+from ...errors import OutputValidationError
+from ...redaction import SECRETS
+from ...tools.toolbox import TOOL_STUBS
+from ...workflow.context import answer_delta
+from ...workflow.tree import Task, Workflow
+from ._cases_file import TestCase, TestFileError
+from ._logs import TEST_TAG, expected_failures
 from ._strict import Replay, StrictProvider
-from ._testfile import TestCase, TestFileError
-from ._testlogs import TEST_TAG, expected_failures
 
 STUB_INSTRUCTIONS = "(stubbed by folpipe test)"
 
@@ -66,8 +66,8 @@ def run_case(workflow: Workflow, case: TestCase, scratch: Path) -> CaseResult:
     """Run ``case`` against ``workflow`` (loaded and valid); never raises for a failing run."""
     from prefect import tags
 
-    from ..compile import run_workflow
-    from ..compile.options import RunOptions
+    from ...compile import run_workflow
+    from ...compile.options import RunOptions
 
     started = time.monotonic()
     stubbed = stub_subtrees(workflow, case)
@@ -166,7 +166,7 @@ def replay_of(workflow: Workflow, case: TestCase) -> Replay | None:
 def _runner(case: TestCase, calls: list[dict[str, Any]], replay: Replay | None = None) -> Any:
     """``agent.run_task`` with the case's stubs: subtree stubs answer, tool stubs apply; a
     recorded case answers from its recording and checks every request (``_strict``)."""
-    from ..agent import run_task
+    from ...agent import run_task
 
     async def runner(task: Task, workflow: Workflow, context: Any, **kwargs: Any) -> Any:
         if task.path in case.stubs:

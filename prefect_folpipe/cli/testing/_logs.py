@@ -19,7 +19,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
-from ..workflow.names import slug
+from ...workflow.names import slug
 
 TEST_TAG = "folpipe-test"
 """The tag of every flow run (and task run) a ``folpipe test`` case creates."""
@@ -106,7 +106,7 @@ def logs_to_file(path: Path | None) -> Iterator[ConsoleToFile | None]:
         yield redirect
     finally:
         redirect.restore()
-    from ..compile.infra import uses_temporary_server
+    from ...compile.infra import uses_temporary_server
 
     if uses_temporary_server():  # runs before Prefect's exit hook (registered earlier)
         atexit.register(redirect.swap)

@@ -17,17 +17,17 @@ from typing import Any
 import click
 import yaml
 
-from ..compile.history import read_passes
-from ..errors import ConfigError
-from ..providers.replay import Normalizer
-from ..redaction import SECRETS
-from ..workflow.names import slug
-from ..workflow.tree import Workflow
-from ..workflow.wording import plural
-from ._render import get_console, handle_errors
-from ._runref import find_run, finished_runs
+from ...compile.history import read_passes
+from ...errors import ConfigError
+from ...providers.replay import Normalizer
+from ...redaction import SECRETS
+from ...workflow.names import slug
+from ...workflow.tree import Workflow
+from ...workflow.wording import plural
+from .._render import get_console, handle_errors
+from .._runref import find_run, finished_runs
+from ._cases_file import TESTS_DIR
 from ._strict import conversation, request_fingerprint, view
-from ._testfile import TESTS_DIR
 
 
 def recorded_passes(root: Path, run: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -158,7 +158,7 @@ def write_case(root: Path, name: str, case: Mapping[str, Any]) -> Path:
 @click.option("--run", "run_ref", default=None, help="Run to record (default: the latest).")
 def command(path: Path, name: str, run_ref: str | None) -> None:
     """Write tests/NAME.yaml from a recorded run of the workflow at PATH."""
-    from ..validate import load_workflow
+    from ...validate import load_workflow
 
     with handle_errors(json_output=False, root=path):
         workflow = load_workflow(path)

@@ -7,7 +7,8 @@ from typing import Any
 
 import click
 
-from . import _record, test
+from . import _record
+from . import run_cases as test
 
 SUBCOMMANDS = ("run", "record")
 
@@ -28,7 +29,7 @@ class CasesGroup(click.Group):
 def command() -> None:
     """Run a workflow's test cases (PATH), or record one from a run (record PATH --name).
 
-    Options of `folpipe test PATH`: --json, -k TEXT, --repeat N, --min-pass F (see `folpipe
+    Options of `folpipe test PATH`: --json, -k TEXT, -v, --repeat N, --min-pass F (see `folpipe
     test run --help`)."""
 
 

@@ -32,8 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, suggest
-from ..loader import SourceMap, parse_yaml
+from ...errors import ConfigError, suggest
+from ...loader import SourceMap, parse_yaml
 
 TESTS_FILE = "tests.yaml"
 TESTS_DIR = "tests"
