@@ -85,6 +85,12 @@ def test_a_full_disk_is_loud_and_the_next_run_reruns_only_what_was_lost(
     assert not [p for p in files if p.name.endswith((".part", ".tmp"))], "a partial file was left"
 
     subprocess.run(["mount", "-o", "remount,size=4m", str(small_disk)], check=True)
+    resumed = _folpipe(env, "resume", root, "--json")  # a run that is not durable is resumable
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    document = json.loads(resumed.stdout)
+    assert "durable" not in document and "warnings" not in document
+    statuses = {row["path"]: row["status"] for row in document["tasks"] if row["path"]}
+    assert statuses == {name: "completed" if name in lost else "cached" for name in NAMES}
     again = _folpipe(env, "run", root)  # the human summary this time
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
     assert "FP541" not in again.stdout and "not durable" not in again.stdout
