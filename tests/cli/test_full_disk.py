@@ -150,3 +150,30 @@ def test_failing_checkpoint_and_journal_writes_in_process(make_workflow, run, mo
     second = run(wf)
     assert second.durable and "durable" not in second.to_dict()
     assert [second.task(p)["status"] for p in ("draft", "review")] == ["cached", "completed"]
+
+
+def test_a_lost_checkpoint_inside_a_branch_names_its_task(make_workflow, run, monkeypatch):
+    """Prefect writes the checkpoints of a branch's tasks when the branch ends: the warning
+    still names the task, and the run's locks are let go."""
+    from prefect_folpipe.compile import checkpoints
+
+    wf = make_workflow(
+        {
+            "task.yaml": {"name": "nested", "subtasks": {"execution_type": "sequential"}},
+            "subtasks/10_group/subtasks/inner/instructions.md": "Inner.",
+            "subtasks/20_after/instructions.md": "After.",
+            "replies.yaml": {"default": "ok"},
+        }
+    )
+    real = checkpoints.write_whole
+
+    def full_for_inner(target: Path, content: bytes) -> None:
+        if target.name.startswith("group-inner-"):
+            _enospc()
+        real(target, content)
+
+    monkeypatch.setattr(checkpoints, "write_whole", full_for_inner)
+    first = run(wf)
+    assert first.status == "completed" and not first.durable
+    assert [(w["code"], w["task"]) for w in first.warnings] == [("FP541", "group/inner")]
+    assert not list((wf / ".folpipe" / "results" / "locks").iterdir())
