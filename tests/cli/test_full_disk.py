@@ -85,6 +85,12 @@ def test_a_full_disk_is_loud_and_the_next_run_reruns_only_what_was_lost(
     assert not [p for p in files if p.name.endswith((".part", ".tmp"))], "a partial file was left"
 
     subprocess.run(["mount", "-o", "remount,size=4m", str(small_disk)], check=True)
+    resumed = _folpipe(env, "resume", root, "--json")  # a run that is not durable is resumable
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    document = json.loads(resumed.stdout)
+    assert "durable" not in document and "warnings" not in document
+    statuses = {row["path"]: row["status"] for row in document["tasks"] if row["path"]}
+    assert statuses == {name: "completed" if name in lost else "cached" for name in NAMES}
     again = _folpipe(env, "run", root)  # the human summary this time
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
     assert "FP541" not in again.stdout and "not durable" not in again.stdout
@@ -145,3 +151,30 @@ def test_failing_checkpoint_and_journal_writes_in_process(make_workflow, run, mo
     second = run(wf)
     assert second.durable and "durable" not in second.to_dict()
     assert [second.task(p)["status"] for p in ("draft", "review")] == ["cached", "completed"]
+
+
+def test_a_lost_checkpoint_inside_a_branch_names_its_task(make_workflow, run, monkeypatch):
+    """Prefect writes the checkpoints of a branch's tasks when the branch ends: the warning
+    still names the task, and the run's locks are let go."""
+    from prefect_folpipe.compile import checkpoints
+
+    wf = make_workflow(
+        {
+            "task.yaml": {"name": "nested", "subtasks": {"execution_type": "sequential"}},
+            "subtasks/10_group/subtasks/inner/instructions.md": "Inner.",
+            "subtasks/20_after/instructions.md": "After.",
+            "replies.yaml": {"default": "ok"},
+        }
+    )
+    real = checkpoints.write_whole
+
+    def full_for_inner(target: Path, content: bytes) -> None:
+        if target.name.startswith("group-inner-"):
+            _enospc()
+        real(target, content)
+
+    monkeypatch.setattr(checkpoints, "write_whole", full_for_inner)
+    first = run(wf)
+    assert first.status == "completed" and not first.durable
+    assert [(w["code"], w["task"]) for w in first.warnings] == [("FP541", "group/inner")]
+    assert not list((wf / ".folpipe" / "results" / "locks").iterdir())

@@ -3,6 +3,7 @@ it must refuse what Prefect's ``LocalFileSystem`` refuses — any path outside t
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -24,7 +25,8 @@ def test_records_resolve_inside_the_folder(storage: CheckpointStorage, tmp_path:
     assert storage._resolve_path("a/./b/../c") == base / "a" / "c"
     assert storage._resolve_path(str(base / "x")) == base / "x"
     storage.write_path("k1", b'{"x": 1}')
-    assert (base / "k1").read_bytes() == b'{"x": 1}'
+    written = json.loads((base / "k1").read_bytes())  # signed with the store key
+    assert written["x"] == 1 and written["folpipe_mac"].startswith("hmac-sha256:")
     assert (base / "k1").stat().st_mode & 0o777 == 0o600
 
 

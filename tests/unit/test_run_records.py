@@ -172,3 +172,18 @@ def test_old_records_go_when_a_run_ends_but_never_a_running_one(
     record.finish(_result("completed"))
     left = sorted(p.name for p in (tmp_path / ".folpipe" / "runs").glob("*.json"))
     assert left == sorted([live.name, *(f.name for f in finished[-4:]), record.name])
+
+
+def test_a_completed_run_that_is_not_durable_is_resumable(tmp_path: Path) -> None:
+    """Issue 31 point 3: a run that completed but could not write a checkpoint (FP541)."""
+    workflow = _workflow(tmp_path)
+    lost = RunRecord.start(workflow, {"n": 1}, RunOptions(), "lost")
+    result = _result("completed")
+    result.warnings = [{"code": "FP541", "task": "draft", "store": "checkpoint"}]
+    lost.finish(result)
+    assert json.loads(lost.path.read_text())["durable"] is False
+    assert resumable_run(tmp_path)["flow_run_id"] == "lost"  # type: ignore[index]
+    resume = RunRecord.start(workflow, {"n": 1}, RunOptions(resumed_from=lost.name), "again")
+    resume.finish(_result("completed"))
+    assert "durable" not in json.loads(resume.path.read_text())
+    assert resumable_run(tmp_path) is None

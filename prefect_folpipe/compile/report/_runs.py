@@ -307,16 +307,19 @@ def _inputs(record: Mapping[str, Any]) -> tuple[str, Any, Any]:
 
 
 def resumable_run(root_dir: Path) -> dict[str, Any] | None:
-    """The latest run that did not complete (failed, interrupted or crashed), unless it was
-    resumed to completion since, or a later run with the same inputs completed."""
+    """The latest run that did not complete (failed, interrupted or crashed) or completed
+    without being durable (a checkpoint not written, FP541), unless it was resumed to
+    completion since, or a later run with the same inputs completed."""
     settle_dead_runs(root_dir)
     records = list_runs(root_dir)
     completed = set()
     for record in reversed(records):  # newest first
-        if record.get("status") == "completed":
+        status = record.get("status")
+        lost = status == "completed" and record.get("durable") is False
+        if status == "completed" and not lost:
             completed.add(_inputs(record))
         elif (
-            record.get("status") in UNFINISHED
+            (status in UNFINISHED or lost)
             and not record.get("resumed_by")
             and _inputs(record) not in completed
         ):
