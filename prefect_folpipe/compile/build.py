@@ -31,13 +31,12 @@ from ..workflow.sdks import check_sdks
 from ..workflow.tree import Task, Workflow
 from ..workflow.wording import noun
 from .approvals import ApprovalGates
-from .checkpointlock import CheckpointLocks
-from .checkpoints import Restorer
-from .consolelog import prefix_every_line
+from .checkpoints import CheckpointLocks, Restorer, StoreEvents, collecting, local_folder, store_key
+from .checkpoints import current as current_events
 from .executor import LOG, LiveMode, TreeExecutor
 from .history import keep as keep_history
 from .history import rerun_line, rerun_report
-from .infra import SETTLE, interruption, settle_crashed_runs
+from .infra import SETTLE, interruption, prefix_every_line, settle_crashed_runs
 from .options import RunOptions
 from .passes import FlowRuntime
 from .report import (
@@ -56,10 +55,6 @@ from .rerun import prepare as prepare_rerun
 from .rerun import quiet_passes
 from .runner import Runners
 from .shared import ModelServices, RunSpec, Services, override_of
-from .storeevents import StoreEvents, collecting
-from .storeevents import current as current_events
-from .storeguard import local_folder
-from .storekey import store_key
 from .tags import RunTags
 from .tasks import PrefectTasks
 

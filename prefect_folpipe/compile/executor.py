@@ -28,12 +28,10 @@ from ..workflow.context import ERRORS_KEY
 from ..workflow.names import pass_label
 from ..workflow.tree import Task
 from .approvals import ApprovalGates
-from .checkpointlock import CheckpointLocks
-from .checkpoints import Restorer
+from .checkpoints import CheckpointLocks, Restorer, checkpoint_key_of, own_checkpoint
 from .infra import SETTLE
 from .report import RunTracker
 from .runner import Runners
-from .storeguard import checkpoint_key_of, own_checkpoint
 from .tags import RunTags
 from .tasks import PrefectTasks
 

@@ -14,9 +14,9 @@ import pytest
 from test_approval import Person, _release
 from test_journal import _agent, _journal_files
 
-from prefect_folpipe.compile import storekey
+from prefect_folpipe.compile.checkpoints import _key as storekey
+from prefect_folpipe.compile.checkpoints._key import ForgedEntry, seal, unseal
 from prefect_folpipe.compile.options import RunOptions
-from prefect_folpipe.compile.storekey import ForgedEntry, seal, unseal
 
 pytestmark = pytest.mark.prefect
 

@@ -14,8 +14,8 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from prefect_folpipe.compile import checkpointlock
-from prefect_folpipe.compile.checkpointlock import HOST, CheckpointLocks
+from prefect_folpipe.compile.checkpoints import _locks as checkpointlock
+from prefect_folpipe.compile.checkpoints._locks import HOST, CheckpointLocks
 
 
 def _task(timeout: float | None = None) -> Any:

@@ -10,7 +10,7 @@ import re
 import pytest
 from prefect.logging.formatters import PrefectFormatter
 
-from prefect_folpipe.compile.consolelog import EveryLinePrefixed, prefix_every_line
+from prefect_folpipe.compile.infra._console import EveryLinePrefixed, prefix_every_line
 from prefect_folpipe.compile.report._tasklog import CoalescedLog
 
 PREFIX = re.compile(r"^\d\d:\d\d:\d\d\.\d{3} \| INFO    \| folpipe\.test\.consolelines - ")

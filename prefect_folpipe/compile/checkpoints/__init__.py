@@ -4,13 +4,18 @@ restoring finished tasks without a task run each, and the key -> bytes store of 
 
 from __future__ import annotations
 
+from ._events import StoreEvents, collecting, current
 from ._files import SERIALIZER, CheckpointStorage, checkpoint_storage, flow_result_storage
+from ._guard import checkpoint_key_of, local_folder, own_checkpoint
+from ._key import store_key
+from ._locks import CheckpointLocks
 from ._replay import ReplayMode, Restorer
 from ._restore import CheckpointReader, NotRestorable, RecordingTracker, RestoredPass
 from ._store import StorageFiles, journal_for
 
 __all__ = [
     "SERIALIZER",
+    "CheckpointLocks",
     "CheckpointReader",
     "CheckpointStorage",
     "NotRestorable",
@@ -19,7 +24,14 @@ __all__ = [
     "RestoredPass",
     "Restorer",
     "StorageFiles",
+    "StoreEvents",
+    "checkpoint_key_of",
     "checkpoint_storage",
+    "collecting",
+    "current",
     "flow_result_storage",
     "journal_for",
+    "local_folder",
+    "own_checkpoint",
+    "store_key",
 ]

@@ -36,8 +36,8 @@ from pydantic import ConfigDict
 
 from ...redaction import mask
 from ...workflow.stored import MAX_BYTES, DamagedEntry, load_stored
-from ..storeevents import forged, unsaved
-from ..storekey import ForgedEntry, seal, verified
+from ._events import forged, unsaved
+from ._key import ForgedEntry, seal, verified
 
 LOG = logging.getLogger("prefect_folpipe.compile")
 

@@ -24,8 +24,8 @@ from ...agent.journal import Journal
 from ...workflow.stored import DAMAGED, MAX_BYTES
 from ...workflow.tree import Task
 from ..shared import RunSpec
-from ..storeevents import forged, unsaved
-from ..storekey import ForgedEntry, seal, unseal
+from ._events import forged, unsaved
+from ._key import ForgedEntry, seal, unseal
 
 LOG = logging.getLogger("prefect_folpipe.compile")
 

@@ -6,6 +6,7 @@ failures outside the workflow as coded errors, crashed-run recovery, the call gu
 from __future__ import annotations
 
 from ._callguard import make_call_guard
+from ._console import prefix_every_line
 from ._ephemeral import guard_temporary_server
 from ._faults import infrastructure_error, interruption
 from ._recovery import settle_crashed_runs
@@ -20,6 +21,7 @@ __all__ = [
     "interruption",
     "make_call_guard",
     "prefect_secret_resolver",
+    "prefix_every_line",
     "settle_crashed_runs",
     "uses_temporary_server",
 ]

@@ -27,7 +27,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from ..workflow.tree import Task
+from ...workflow.tree import Task
 
 LOG = logging.getLogger("prefect_folpipe.compile")
 STALE_ENV = "FOLPIPE_LOCK_STALE_S"

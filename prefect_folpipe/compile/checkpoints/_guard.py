@@ -15,9 +15,9 @@ from typing import Any
 
 from prefect.cache_policies import NO_CACHE
 
-from ..workflow.tree import Task
-from .checkpoints import CheckpointStorage
-from .storeevents import current
+from ...workflow.tree import Task
+from . import CheckpointStorage
+from ._events import current
 
 
 def checkpoint_key_of(options: Mapping[str, Any], parameters: Mapping[str, Any]) -> str | None:

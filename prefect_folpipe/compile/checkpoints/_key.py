@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError
+from ...errors import ConfigError
 
 KEY_ENV = "FOLPIPE_STORE_KEY"
 SECRET_ENV = "FOLPIPE_STORE_KEY_SECRET"
@@ -85,7 +85,7 @@ def describe_key() -> str:
 
 @functools.lru_cache(maxsize=8)
 def _secret_key(name: str) -> bytes:
-    from .infra import prefect_secret_resolver
+    from ..infra import prefect_secret_resolver
 
     try:
         value = prefect_secret_resolver(name)
