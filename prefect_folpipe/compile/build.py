@@ -96,6 +96,7 @@ class WorkflowRun:
             ask=self.options.ask,
             flow_run=FlowRunContext.get(),
         )
+        runtime.gates = self.live.gates
 
     async def usage_report(self) -> dict[str, dict[str, Any]]:
         return await self.services.report()

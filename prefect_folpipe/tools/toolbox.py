@@ -37,7 +37,8 @@ from ..errors import ToolError, did_you_mean
 from ..redaction import redact, register_secret
 from ..workflow.context import ENV_KEY
 from ..workflow.tree import ToolSpec
-from .attempts import ArgumentChecker, Outcome, Runner, error, result_text, run_attempts
+from .approval import decide, gate_of
+from .attempts import DECLINED, ArgumentChecker, Outcome, Runner, error, result_text, run_attempts
 from .python import run_python
 from .shell import ShellToolFailed, context_env, json_object, run_script, sandbox_env
 
@@ -267,6 +268,11 @@ class Toolbox:
         problem = self.arguments.problem(spec, arguments)
         if problem:
             return error("FP231", f"invalid arguments for {spec.name!r}: {problem}")
+        gate = gate_of(spec, arguments, self.ctx.context)
+        if gate is not None:  # asks before it runs (raises when nobody can answer)
+            runs, declined = await decide(gate)
+            if not runs:
+                return Outcome(declined, True, 0, DECLINED)
         stubs = TOOL_STUBS.get()
         if stubs is not None and spec.name in stubs:
             return Outcome(result_text(stubs[spec.name]), False, 1)

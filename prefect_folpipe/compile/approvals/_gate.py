@@ -29,19 +29,24 @@ import json
 import logging
 import threading
 from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
 from functools import partial
 from typing import Any
 
 from ...plan import cache_key
-from ...plan.failures import ApprovalFailed
+from ...plan.failures import ApprovalFailed, ApprovalTimedOut
 from ...redaction import redact_secrets
 from ...workflow.approval import input_fields, parse_duration, render_prompt
 from ...workflow.names import slug
+from ...workflow.toolapproval import default_answer
 from ...workflow.tree import Task
 from ..checkpoints import StorageFiles
 from ._question import Asker, Question, checked_answer, timed_out
+from ._tools import PassToolGates, no_answer
 
 LOG = logging.getLogger("prefect_folpipe.compile")
+DEFAULTED = "default at deadline"
+"""Who answered a gate whose deadline passed with ``on_timeout`` declared."""
 ANY_TASK = ""
 """Key of ``RunOptions.approvals`` whose answers apply to every gate."""
 
@@ -67,32 +72,69 @@ class ApprovalGates:
         self.flow_run = flow_run
         """The top-level ``FlowRunContext`` (a deployment's run suspends there)."""
         self._terminal = asyncio.Lock()
+        self.answers: list[dict[str, Any]] = []
+        """Every gate answered in this run, for the record (``note``)."""
 
     async def answer(self, task: Task, context: Mapping[str, Any], scope: tuple[int, ...]) -> dict:
         """The answer of ``task``'s gate (raises ``ApprovalFailed`` / ``ApprovalTimedOut``, or
         Prefect's ``Pause`` when the run is suspended to wait for it)."""
         question = self.question(task, context, scope)
         key = self._answer_key(task, context, scope, question)
+        target = task.path or "root"
         saved = await self.read(f"approvals/{key}.json")
         if isinstance(saved, dict) and isinstance(saved.get("answer"), dict):
+            self.note(target, "task", question, saved["answer"], "stored", saved)
             return dict(saved["answer"])
-        answer = self._preset(question)
+        answer, source = self._preset(question), "--approve"
         if answer is None:
-            answer = await self._wait(task, question, key, scope)
-        await self.write(f"approvals/{key}.json", {"task": task.path, "answer": answer})
+            answer, source = await self.wait_for(question, key, pause_key(task, scope))
+        record = self.note(target, "task", question, answer, source)
+        await self.write(f"approvals/{key}.json", {"task": task.path, **record})
         return answer
+
+    def tool_gates(
+        self, task: Task, phase: str, scope: tuple[int, ...], context: Mapping[str, Any]
+    ) -> PassToolGates:
+        """The approver of one agent pass's tool calls."""
+        return PassToolGates(self, task, phase, scope, context)
+
+    def note(
+        self,
+        target: str,
+        kind: str,
+        question: Question,
+        answer: Mapping[str, Any],
+        source: str,
+        saved: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Record who answered what and when (a stored answer keeps who first gave it)."""
+        first = saved or {}
+        record = {
+            "target": target,
+            "kind": kind,
+            "question": question.prompt,
+            "answer": dict(answer),
+            "source": source if saved is None else "stored",
+            "answered_by": first.get("answered_by", source),
+            "answered_at": first.get("answered_at") or datetime.now(UTC).isoformat(),
+        }
+        self.answers.append(record)
+        return record
 
     @staticmethod
     def question(task: Task, context: Mapping[str, Any], scope: tuple[int, ...]) -> Question:
         approval = task.config.approval
         assert approval is not None
         label = (task.path or "root") + "".join(f"[{i}]" for i in scope)
+        fields = input_fields(approval.input)
+        timeout = parse_duration(approval.timeout)
         return Question(
             task.path,
             label,
             redact_secrets(render_prompt(approval.prompt, context)),
-            input_fields(approval.input),
-            parse_duration(approval.timeout),
+            fields,
+            timeout,
+            default_answer(fields, approval.on_timeout, timeout),
         )
 
     def _answer_key(
@@ -117,15 +159,24 @@ class ApprovalGates:
             return None
         return checked_answer(question, relevant, "--approve")
 
-    async def _wait(
-        self, task: Task, question: Question, key: str, scope: tuple[int, ...]
-    ) -> dict[str, Any]:
+    async def wait_for(
+        self, question: Question, key: str, pause: str
+    ) -> tuple[dict[str, Any], str]:
+        """The answer of a person (Prefect UI, terminal), or the declared default when the
+        deadline passes, and who gave it."""
         if self._deployment_run():
             from ._suspend import suspend_for_answer
 
-            return await suspend_for_answer(self, question, key, pause_key(task, scope))
+            try:
+                return await suspend_for_answer(self, question, key, pause), "Prefect UI"
+            except ApprovalTimedOut:
+                if question.default is None:
+                    raise
+                return dict(question.default), DEFAULTED
         if self.ask is not None:
             return await self._ask_terminal(question)
+        if question.tool is not None:
+            raise no_answer(question)
         raise ApprovalFailed(
             f"task {question.label!r} waits for approval ({question.prompt!r}) but nobody can "
             "answer: no terminal, no deployment, no --approve",
@@ -137,14 +188,22 @@ class ApprovalGates:
         flow_run = getattr(self.flow_run, "flow_run", None)
         return flow_run is not None and flow_run.deployment_id is not None
 
-    async def _ask_terminal(self, question: Question) -> dict[str, Any]:
+    async def _ask_terminal(self, question: Question) -> tuple[dict[str, Any], str]:
         assert self.ask is not None
         async with self._terminal:  # one question on the terminal at a time
             try:
                 raw = await asyncio.wait_for(_in_thread(self.ask, question), question.timeout)
             except TimeoutError:
-                raise timed_out(question) from None
-        return checked_answer(question, raw, "the terminal")
+                if question.default is None:
+                    raise timed_out(question) from None
+                LOG.warning(
+                    "%s: no answer within %gs, continuing with the declared default %s",
+                    question.describe(),
+                    question.timeout,
+                    json.dumps(dict(question.default), default=str),
+                )
+                return dict(question.default), DEFAULTED
+        return checked_answer(question, raw, "the terminal"), "terminal"
 
     async def read(self, key: str) -> Any:
         if self.files is None:

@@ -20,9 +20,14 @@ class Question:
     prompt: str
     fields: Mapping[str, FieldType]
     timeout: float | None
+    default: Mapping[str, Any] | None = None
+    """``on_timeout``: the answer taken when ``timeout`` passes."""
+    tool: str | None = None
+    """The tool whose call is asked about (``None``: the task itself)."""
 
     def describe(self) -> str:
-        return f"approval for task {self.label!r}: {self.prompt}"
+        what = f"a call of tool {self.tool!r} in task" if self.tool else "task"
+        return f"approval for {what} {self.label!r}: {self.prompt}"
 
 
 Asker = Callable[[Question], Mapping[str, Any]]
