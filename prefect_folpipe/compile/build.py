@@ -97,6 +97,7 @@ class WorkflowRun:
             flow_run=FlowRunContext.get(),
         )
         runtime.gates = self.live.gates
+        self.live.gates.listener = self.tracker.approved
 
     async def usage_report(self) -> dict[str, dict[str, Any]]:
         return await self.services.report()

@@ -39,10 +39,10 @@ class ToolGate:
 
 
 class ToolApprover(Protocol):
-    """Answers the gates of one agent pass (``{input key: value}``); raises a coded error
-    when nobody can answer."""
+    """Answers the gates of one agent pass: ``({input key: value}, who answered)``; raises a
+    coded error when nobody can answer."""
 
-    async def answer(self, gate: ToolGate) -> Mapping[str, Any]: ...
+    async def answer(self, gate: ToolGate) -> tuple[Mapping[str, Any], str]: ...
 
 
 TOOL_APPROVER: ContextVar[ToolApprover | None] = ContextVar("folpipe_tool_approver", default=None)
@@ -60,9 +60,9 @@ def gate_of(
     return ToolGate(spec.name, dict(arguments), approval, prompt)
 
 
-async def decide(gate: ToolGate) -> tuple[bool, str]:
-    """``(runs, declined text)`` for one call; raises (with ``stops_pass``) when nobody can
-    answer."""
+async def decide(gate: ToolGate) -> tuple[bool, str, dict[str, Any]]:
+    """``(runs, declined text, the answer and who gave it)`` for one call; raises (with
+    ``stops_pass``) when nobody can answer."""
     approver = TOOL_APPROVER.get()
     if approver is None:
         raise stopping(
@@ -75,12 +75,13 @@ async def decide(gate: ToolGate) -> tuple[bool, str]:
             )
         )
     try:
-        answer = await approver.answer(gate)
+        answer, source = await approver.answer(gate)
     except FolpipeError as exc:
         raise stopping(exc) from None
+    note = {"question": gate.prompt, "answer": dict(answer), "answered_by": source}
     if approves(answer):
-        return True, ""
-    return False, mask(declined_text(gate.tool, answer))
+        return True, "", note
+    return False, mask(declined_text(gate.tool, answer)), note
 
 
 def stopping(exc: FolpipeError) -> FolpipeError:

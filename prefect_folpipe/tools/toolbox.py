@@ -147,6 +147,8 @@ class ToolCallRecord:
     code: str | None = None
     replayed: bool = False
     """Answered from the journal (a ``replay: safe`` tool on a resumed pass): not run."""
+    approval: dict[str, Any] | None = None
+    """The answer of the tool's approval gate (question, answer, who answered)."""
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -182,6 +184,8 @@ class Toolbox:
         )
         self.log: list[ToolCallRecord] = []
         self.arguments = ArgumentChecker()
+        self._approvals: dict[str, dict[str, Any]] = {}
+        """Call id -> the approval its call got (question, answer, who answered)."""
 
     @property
     def context(self) -> MutableMapping[str, Any]:
@@ -224,6 +228,7 @@ class Toolbox:
             duration_s=round(duration, 6),
             attempts=outcome.attempts,
             code=outcome.code,
+            approval=self._approvals.pop(call.id, None),
         )
         self.log.append(record)
         shown = call.name if call.name in self.tools else repr(call.name)  # no forged log lines
@@ -270,7 +275,7 @@ class Toolbox:
             return error("FP231", f"invalid arguments for {spec.name!r}: {problem}")
         gate = gate_of(spec, arguments, self.ctx.context)
         if gate is not None:  # asks before it runs (raises when nobody can answer)
-            runs, declined = await decide(gate)
+            runs, declined, self._approvals[call.id] = await decide(gate)
             if not runs:
                 return Outcome(declined, True, 0, DECLINED)
         stubs = TOOL_STUBS.get()

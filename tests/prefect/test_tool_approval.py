@@ -105,6 +105,16 @@ def test_declined_the_tool_does_not_run_and_the_model_reads_why(make_workflow, r
     assert not _deployed(wf).exists()
     echoed = result.context["release"]
     assert "declined" in echoed and "freeze week" in echoed and "did not run" in echoed
+    # the answer in the record: the run document and the run record
+    (answer,) = result.task("release")["approvals"]
+    assert answer["target"] == "release/deploy" and answer["kind"] == "tool"
+    assert answer["answered_by"] == "--approve" and answer["answered_at"]
+    assert answer["answer"] == {"approved": False, "reason": "freeze week"}
+    assert json.loads(result.to_json())["tasks"][1]["approvals"][0]["question"] == "Deploy 1.2?"
+    (record,) = [json.loads(p.read_text()) for p in (wf / ".folpipe" / "runs").glob("*.json")]
+    assert record["approvals"] == [
+        f'release/deploy: approved=false, reason="freeze week" (--approve, {answer["answered_at"]})'
+    ]
 
 
 def test_approved_the_tool_runs_with_the_models_arguments(make_workflow, run):
@@ -163,3 +173,29 @@ def test_a_deadline_with_on_timeout_continues_with_the_default(make_workflow, ru
     assert result.status == "completed", result.error
     assert not _deployed(wf).exists()
     assert "no answer in time" in result.context["release"]
+    assert result.task("release")["approvals"][0]["answered_by"] == "default at deadline"
+
+
+def test_a_task_gate_deadline_with_on_timeout_takes_the_default(make_workflow, run):
+    wf = make_workflow(
+        {
+            "task.yaml": {"name": "pipeline"},
+            "subtasks/10_ship/task.yaml": {
+                "name": "ship",
+                "approval": {
+                    "prompt": "Ship?",
+                    "timeout": "1s",
+                    "on_timeout": {"approved": False, "reason": "nobody answered"},
+                },
+                "conditions": {"skip_if": "not context.approved"},
+            },
+            "subtasks/10_ship/instructions.md": "Ship.",
+            "replies.yaml": {"default": "ok"},
+        }
+    )
+    result = run(wf, options=RunOptions(ask=Person({"approved": "yes"}, delay=30)))
+    assert result.status == "completed", result.error
+    assert result.task("ship")["status"] == "skipped"
+    assert result.context["approved"] is False and result.context["reason"] == "nobody answered"
+    (answer,) = result.task("ship")["approvals"]
+    assert answer["answered_by"] == "default at deadline" and answer["kind"] == "task"

@@ -74,6 +74,8 @@ class ApprovalGates:
         self._terminal = asyncio.Lock()
         self.answers: list[dict[str, Any]] = []
         """Every gate answered in this run, for the record (``note``)."""
+        self.listener: Callable[[str, dict[str, Any]], None] | None = None
+        """Told ``(task path, record)`` of each answer (the run's tracker)."""
 
     async def answer(self, task: Task, context: Mapping[str, Any], scope: tuple[int, ...]) -> dict:
         """The answer of ``task``'s gate (raises ``ApprovalFailed`` / ``ApprovalTimedOut``, or
@@ -119,6 +121,8 @@ class ApprovalGates:
             "answered_at": first.get("answered_at") or datetime.now(UTC).isoformat(),
         }
         self.answers.append(record)
+        if self.listener is not None:
+            self.listener(question.task_path, record)
         return record
 
     @staticmethod

@@ -26,8 +26,9 @@ class Question:
     """The tool whose call is asked about (``None``: the task itself)."""
 
     def describe(self) -> str:
-        what = f"a call of tool {self.tool!r} in task" if self.tool else "task"
-        return f"approval for {what} {self.label!r}: {self.prompt}"
+        if self.tool:
+            return f"approval of a call of tool {self.tool!r} (task {self.label!r}): {self.prompt}"
+        return f"approval for task {self.label!r}: {self.prompt}"
 
 
 Asker = Callable[[Question], Mapping[str, Any]]

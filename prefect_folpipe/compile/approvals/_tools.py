@@ -45,14 +45,14 @@ class PassToolGates:
         self.context = context
         """The pass's input context (part of each answer's key)."""
 
-    async def answer(self, gate: ToolGate) -> Mapping[str, Any]:
+    async def answer(self, gate: ToolGate) -> tuple[Mapping[str, Any], str]:
         question = self.question(gate)
         key = self._key(gate, question)
         target = f"{self.task.path or 'root'}/{gate.tool}"
         saved = await self.gates.read(f"approvals/{key}.json")
         if isinstance(saved, dict) and isinstance(saved.get("answer"), dict):
-            self.gates.note(target, "tool", question, saved["answer"], "stored", saved)
-            return dict(saved["answer"])
+            note = self.gates.note(target, "tool", question, saved["answer"], "stored", saved)
+            return dict(saved["answer"]), f"stored ({note['answered_by']})"
         answer = self._preset(gate, question)
         source = "--approve"
         if answer is None:
@@ -60,10 +60,10 @@ class PassToolGates:
             answer, source = await self.gates.wait_for(question, key, pause)
         record = self.gates.note(target, "tool", question, answer, source)
         await self.gates.write(f"approvals/{key}.json", record)
-        return answer
+        return answer, source
 
     def question(self, gate: ToolGate) -> Question:
-        label = f"{self.task.path or 'root'}{''.join(f'[{i}]' for i in self.scope)} · {gate.tool}"
+        label = f"{self.task.path or 'root'}{''.join(f'[{i}]' for i in self.scope)}"
         return Question(
             self.task.path,
             label,

@@ -124,9 +124,22 @@ def _tool_calls(tool_log: Sequence[Mapping[str, Any]]) -> list[str]:
         lines += [
             f"### {number}. {_inline_code(call.get('name'))}{flag}",
             _fenced(call.get("arguments") or {}, "json"),
-            _fenced(call.get("result", ""), ""),
         ]
+        approval = call.get("approval")
+        if isinstance(approval, Mapping):
+            lines.append(f"approval: {_redact(approval_text(approval))}")
+        lines.append(_fenced(call.get("result", ""), ""))
     return lines
+
+
+def approval_text(record: Mapping[str, Any], *, target: bool = False) -> str:
+    """One answered gate in a line: ``deploy: approved=false, reason=... (--approve, at ...)``."""
+    answer = record.get("answer") or {}
+    values = ", ".join(f"{key}={json.dumps(value)}" for key, value in answer.items())
+    when = f", {record['answered_at']}" if record.get("answered_at") else ""
+    who = f"{record.get('answered_by') or record.get('source') or '?'}{when}"
+    head = f"{record.get('target')}: " if target and record.get("target") else ""
+    return f"{head}{values} ({who})"
 
 
 def summary_rows(rows: Sequence[Mapping[str, Any]], costs: Any = None) -> list[dict[str, Any]]:
@@ -150,6 +163,9 @@ def summary_rows(rows: Sequence[Mapping[str, Any]], costs: Any = None) -> list[d
                 "cost_usd": cost.get("cost_usd", 0.0),
                 "duration_s": row["duration_s"],
                 "error": _redact(row["error"]) if row["error"] else "",
+                "approvals": _redact(
+                    "; ".join(approval_text(a, target=True) for a in row.get("approvals") or ())
+                ),
             }
         )
     return table
