@@ -163,8 +163,8 @@ def test_the_terminal_asks_once_and_a_retried_pass_never_asks_again(make_workflo
     assert _deployed(wf).read_text() == "1.2"
 
 
-def test_a_deadline_with_on_timeout_continues_with_the_default(make_workflow, run):
-    gate = '{timeout: 1s, on_timeout: {approved: false, reason: "no answer in time"}}'
+def test_a_deadline_with_on_timeout_continues_with_the_default(make_workflow, run, caplog):
+    gate = '{timeout: 1s, on_timeout: {approved: false, reason: "no answer in time"}, notify: ops}'
     wf = _workflow(make_workflow, gate)
     person = Person({"approved": "yes"}, delay=30)
     started = time.monotonic()
@@ -174,6 +174,8 @@ def test_a_deadline_with_on_timeout_continues_with_the_default(make_workflow, ru
     assert not _deployed(wf).exists()
     assert "no answer in time" in result.context["release"]
     assert result.task("release")["approvals"][0]["answered_by"] == "default at deadline"
+    # notify: a local run prints who waits for what, and where
+    assert "workflow 'pipeline' waits: approval of a call of tool 'deploy'" in caplog.text
 
 
 def test_a_task_gate_deadline_with_on_timeout_takes_the_default(make_workflow, run):

@@ -139,6 +139,7 @@ class ApprovalGates:
             fields,
             timeout,
             default_answer(fields, approval.on_timeout, timeout),
+            notify=approval.notify,
         )
 
     def _answer_key(
@@ -178,6 +179,8 @@ class ApprovalGates:
                     raise
                 return dict(question.default), DEFAULTED
         if self.ask is not None:
+            if question.notify:
+                LOG.warning("%s", self.notice(question))
             return await self._ask_terminal(question)
         if question.tool is not None:
             raise no_answer(question)
@@ -187,6 +190,19 @@ class ApprovalGates:
             hint="answer ahead with `folpipe run --approve key=value` (CI), run `folpipe run` "
             "in a terminal, or run the workflow from a deployment to answer in the Prefect UI",
         )
+
+    def notice(self, question: Question) -> str:
+        """The message of a gate that starts waiting (``approval.notify``): the workflow, the
+        task or tool, the question and the run's page in the UI."""
+        workflow = getattr(getattr(self.keys, "workflow", None), "name", "?")
+        flow_run = getattr(self.flow_run, "flow_run", None)
+        link = ""
+        if flow_run is not None:
+            from prefect.settings import PREFECT_UI_URL
+
+            base = PREFECT_UI_URL.value()
+            link = f" · {base}/runs/flow-run/{flow_run.id}" if base else f" · {flow_run.id}"
+        return f"workflow {workflow!r} waits: {question.describe()}{link}"
 
     def _deployment_run(self) -> bool:
         flow_run = getattr(self.flow_run, "flow_run", None)

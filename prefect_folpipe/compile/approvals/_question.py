@@ -24,6 +24,8 @@ class Question:
     """``on_timeout``: the answer taken when ``timeout`` passes."""
     tool: str | None = None
     """The tool whose call is asked about (``None``: the task itself)."""
+    notify: Any = None
+    """``approval.notify``: who is told when the gate starts waiting."""
 
     def describe(self) -> str:
         if self.tool:

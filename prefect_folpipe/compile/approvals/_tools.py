@@ -72,6 +72,7 @@ class PassToolGates:
             gate.approval.timeout,
             gate.approval.on_timeout,
             tool=gate.tool,
+            notify=gate.approval.notify,
         )
 
     def _key(self, gate: ToolGate, question: Question) -> str:
