@@ -324,6 +324,8 @@ async def _call_tool(agent: AgentPass, call: ToolCall) -> ToolResult:
     try:
         result = await agent.tools.call(call)
     except Exception as exc:  # Toolbox.call reports failures itself; this is a safety net
+        if getattr(exc, "stops_pass", False):  # an approval nobody can give (FP530)
+            raise
         (agent.logger or LOG).warning("tool %r raised: %s", call.name, exc)
         return ToolResult(call.id, call.name, f"tool {call.name!r} failed: {exc}", True)
     if result.call_id != call.id:

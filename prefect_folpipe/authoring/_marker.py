@@ -42,6 +42,8 @@ class ToolMeta:
     timeout: float | None = None
     scope: Literal["shared", "local"] = "shared"
     replay: Literal["never", "safe"] | None = None
+    approval: bool | Mapping[str, Any] | None = None
+    """Ask a person before each call (``True``, or a block: prompt, input, timeout, ...)."""
 
     def metadata(self) -> dict[str, Any]:
         """The ToolSpec metadata these options become (only the ones that were given)."""
@@ -52,6 +54,8 @@ class ToolMeta:
             data["timeout"] = self.timeout
         if self.replay is not None:
             data["replay"] = self.replay
+        if self.approval is not None and self.approval is not False:
+            data["approval"] = self.approval if self.approval is True else dict(self.approval)
         return data
 
 
@@ -68,6 +72,7 @@ def tool(
     timeout: float | None = None,
     scope: Literal["shared", "local"] = "shared",
     replay: Literal["never", "safe"] | None = None,
+    approval: bool | Mapping[str, Any] | None = None,
 ) -> Callable[[F], F]: ...
 
 
@@ -81,11 +86,14 @@ def tool(
     timeout: float | None = None,
     scope: Literal["shared", "local"] = "shared",
     replay: Literal["never", "safe"] | None = None,
+    approval: bool | Mapping[str, Any] | None = None,
 ) -> F | Callable[[F], F]:
     """Declare a tool: bare ``@tool`` or ``@tool(name=..., description=..., retries=...,
     timeout=..., scope=..., replay=...)``. Parameter descriptions come from the docstring's
     ``Args:``. ``replay="safe"`` lets a resumed agent pass answer the tool's calls from the
-    journal instead of running it again (only for tools without side effects)."""
+    journal instead of running it again (only for tools without side effects).
+    ``approval=True`` (or a block like tools.md's ``> approval:``) asks a person before each
+    call; the block is checked by ``folpipe validate``."""
     if retries is not None and retries < 0:
         raise ValueError("retries must be >= 0")
     if timeout is not None and timeout <= 0:
@@ -94,6 +102,8 @@ def tool(
         raise ValueError("scope must be 'shared' or 'local'")
     if replay not in (None, "never", "safe"):
         raise ValueError("replay must be 'safe' or 'never'")
+    if approval is not None and not isinstance(approval, bool | Mapping):
+        raise ValueError("approval must be True or a mapping such as {'prompt': ...}")
 
     def mark(func: F) -> F:
         meta = ToolMeta(
@@ -103,6 +113,7 @@ def tool(
             timeout=timeout,
             scope=scope,
             replay=replay,
+            approval=approval,
         )
         setattr(func, TOOL_ATTRIBUTE, meta)
         return func

@@ -23,6 +23,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "run-task": ("prefect_folpipe.cli.run_task", "Run one task folder in its workflow."),
     "resume": ("prefect_folpipe.cli.resume", "Finish the latest run that did not complete."),
     "status": ("prefect_folpipe.cli.status", "List recent runs of a workflow."),
+    "approvals": (
+        "prefect_folpipe.cli.approvals",
+        "List approval gates waiting in a workflow's runs, or answer one.",
+    ),
     "deploy": ("prefect_folpipe.cli.deploy", "Create a Prefect deployment of a workflow."),
     "serve": ("prefect_folpipe.cli.serve", "Serve a workflow with Prefect's serve()."),
     "install-deps": ("prefect_folpipe.cli.install_deps", "Install every task's dependencies."),

@@ -21,9 +21,10 @@ ATTEMPTS = 3
 
 
 def parse_approvals(values: Iterable[str]) -> dict[str, dict[str, str]]:
-    """``key=value`` (every gate with that key) or ``task:key=value`` (one task, by name or
-    path) -> ``RunOptions.approvals``. Values stay text; each gate parses them by type. The
-    same ``[task:]key`` twice is FP407 (which one was meant?)."""
+    """``key=value`` (every gate with that key), ``task:key=value`` (one task, by name or
+    path), ``tool:key=value`` or ``task/tool:key=value`` (a tool's calls) ->
+    ``RunOptions.approvals``. Values stay text; each gate parses them by type. The same
+    ``[task:]key`` twice is FP407 (which one was meant?)."""
     presets: dict[str, dict[str, str]] = {}
     for item in values:
         head, equals, value = item.partition("=")

@@ -366,9 +366,10 @@ def run_options(
 @click.option(
     "--approve",
     multiple=True,
-    metavar="[TASK:]KEY=VALUE",
+    metavar="[TARGET:]KEY=VALUE",
     help="Answer approval gates ahead (CI): e.g. --approve approved=true --approve "
-    "ship:comment=ok. Without it a terminal asks; a deployment waits in the Prefect UI.",
+    "ship:comment=ok; a tool's calls: --approve deploy:approved=no (or TASK/TOOL:...). "
+    "Without it a terminal asks; a deployment waits in the Prefect UI.",
 )
 @click.option(
     "--install-deps/--no-install-deps",

@@ -39,8 +39,10 @@ def command(path: str, limit: int, as_json: bool) -> None:
         return
     table = Table(title=f"Recent runs of {workflow.name}", title_justify="left")
     notes = any(run.message for run in runs)
+    answered = any(run.approvals for run in runs)
     columns = ("flow run", "state", "started", "duration", "tasks", "cached", "failed", "cost")
-    for column in (*columns, "why") if notes else columns:
+    extra = (("why",) if notes else ()) + (("approvals",) if answered else ())
+    for column in (*columns, *extra):
         table.add_column(column, overflow="fold")
     for run in runs:
         duration = f"{run.duration_s:.1f}s" if run.duration_s is not None else ""
@@ -55,6 +57,7 @@ def command(path: str, limit: int, as_json: bool) -> None:
             str(run.tasks.failed),
             f"${run.cost_usd:.4f}" if run.cost_usd is not None else "",
             *([_why(run.message)] if notes else []),
+            *(["\n".join(run.approvals)] if answered else []),
         )
     console.print(table)
 

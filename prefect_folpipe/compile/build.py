@@ -108,6 +108,8 @@ class WorkflowRun:
             ask=self.options.ask,
             flow_run=FlowRunContext.get(),
         )
+        runtime.gates = self.live.gates
+        self.live.gates.listener = self.tracker.approved
 
     async def usage_report(self) -> dict[str, dict[str, Any]]:
         return await self.services.report()

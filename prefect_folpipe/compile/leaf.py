@@ -27,6 +27,7 @@ from prefect.logging import get_run_logger
 from .. import telemetry
 from ..plan import NodePlan, cache_key, key_parts, write_manifest
 from ..plan.contextops import unbox
+from ..tools.approval import TOOL_APPROVER
 from ..workflow.names import slug
 from ..workflow.tree import Task
 from .checkpoints import SERIALIZER, checkpoint_storage
@@ -115,6 +116,7 @@ async def _execute_pass(
     attempt = task_run.task_run.run_count if task_run else 1
     await runtime.attempt(task, attempt)
     log = CoalescedLog(get_run_logger())
+    approver = TOOL_APPROVER.set(runtime.tool_approver(task, ref.phase, scope, context))
     try:
         provider = runtime.services.provider_for(task) if task.runs_agent else None
         outcome = await runtime.runner(
@@ -135,6 +137,7 @@ async def _execute_pass(
         raise
     finally:  # a cancelled or suspended pass too
         log.close()
+        TOOL_APPROVER.reset(approver)
     WRITER.touch()
     payload = payload_of(outcome)
     check_serialisable(task, payload)

@@ -106,6 +106,12 @@ class PassRuntime:
         them, else the run's lineage. Its journal and its gate's answer reach as far."""
         return self.spec.checkpoints.salt(task, phase)
 
+    def tool_approver(
+        self, task: Task, phase: str, scope: list | None, context: dict[str, Any]
+    ) -> Any:
+        """Who answers the tool gates of one pass (``None``: nobody, FP530; a Dask worker)."""
+        return None
+
     async def attempt(self, task: Task, number: int) -> None:
         """An attempt of ``task``'s pass starts."""
 
@@ -140,6 +146,15 @@ class FlowRuntime(PassRuntime):
     ) -> None:
         super().__init__(workflow, spec, services, runner)
         self.tracker = tracker
+        self.gates: Any = None
+        """The run's ``approvals.ApprovalGates`` (set when the run starts)."""
+
+    def tool_approver(
+        self, task: Task, phase: str, scope: list | None, context: dict[str, Any]
+    ) -> Any:
+        if self.gates is None:
+            return None
+        return self.gates.tool_gates(task, phase, tuple(scope or ()), context)
 
     async def attempt(self, task: Task, number: int) -> None:
         self.tracker.attempt(task.path, number)

@@ -66,6 +66,8 @@ class RunSummary:
     """The state's message (why a run failed or crashed)."""
     task_runs: dict[str, str] = field(default_factory=dict)
     """``{task run name: state name}`` of the latest attempt of each task run."""
+    approvals: list[str] = field(default_factory=list)
+    """Each approval gate answered in the run: target, answer, who answered and when."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -371,8 +373,10 @@ async def _add_costs(client: Any, workflow: Workflow, summaries: list[RunSummary
             summary.cost_usd = round(sum(float(r.get("cost_usd") or 0) for r in rows), 6)
             summary.model_calls = sum(int(r.get("model_calls") or 0) for r in rows)
             summary.tokens = sum(int(r.get("tokens") or 0) for r in rows)
+            summary.approvals = [str(r["approvals"]) for r in rows if r.get("approvals")]
             continue
         record = records.get(summary.flow_run_id) or {}
+        summary.approvals = [str(a) for a in record.get("approvals") or ()]
         if record.get("cost_usd") is not None:
             summary.cost_usd = record["cost_usd"]
             usage = record.get("usage") or {}

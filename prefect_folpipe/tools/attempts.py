@@ -23,6 +23,10 @@ from .shell import ShellToolFailed
 Runner = Callable[[ToolSpec, Mapping[str, Any], ToolContext], Awaitable[Any]]
 
 
+DECLINED = "declined"
+"""``Outcome.code`` of a call its approver declined (the tool did not run)."""
+
+
 @dataclass
 class Outcome:
     """What one tool call came to: its content, or an error with a code."""
@@ -34,7 +38,7 @@ class Outcome:
 
     def text(self) -> str:
         """What the model reads: the result, or ``Error (FPxxx[, after N attempts]): ...``."""
-        if not self.is_error:
+        if not self.is_error or self.code == DECLINED:
             return self.content
         tries = f", after {self.attempts} attempts" if self.attempts > 1 else ""
         return f"Error ({self.code}{tries}): {self.content}"

@@ -38,7 +38,8 @@ from ..errors import ToolError, did_you_mean
 from ..redaction import redact, register_secret
 from ..workflow.context import ENV_KEY
 from ..workflow.tree import ToolSpec
-from .attempts import ArgumentChecker, Outcome, Runner, error, result_text, run_attempts
+from .approval import decide, gate_of
+from .attempts import DECLINED, ArgumentChecker, Outcome, Runner, error, result_text, run_attempts
 from .python import run_python
 from .shell import ShellToolFailed, context_env, json_object, run_script, sandbox_env
 
@@ -147,6 +148,8 @@ class ToolCallRecord:
     code: str | None = None
     replayed: bool = False
     """Answered from the journal (a ``replay: safe`` tool on a resumed pass): not run."""
+    approval: dict[str, Any] | None = None
+    """The answer of the tool's approval gate (question, answer, who answered)."""
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -182,6 +185,8 @@ class Toolbox:
         )
         self.log: list[ToolCallRecord] = []
         self.arguments = ArgumentChecker()
+        self._approvals: dict[str, dict[str, Any]] = {}
+        """Call id -> the approval its call got (question, answer, who answered)."""
 
     @property
     def context(self) -> MutableMapping[str, Any]:
@@ -233,6 +238,7 @@ class Toolbox:
             duration_s=round(duration, 6),
             attempts=outcome.attempts,
             code=outcome.code,
+            approval=self._approvals.pop(call.id, None),
         )
         self.log.append(record)
         shown = call.name if call.name in self.tools else repr(call.name)  # no forged log lines
@@ -280,6 +286,11 @@ class Toolbox:
         problem = self.arguments.problem(spec, arguments)
         if problem:
             return error("FP231", f"invalid arguments for {spec.name!r}: {problem}")
+        gate = gate_of(spec, arguments, self.ctx.context)
+        if gate is not None:  # asks before it runs (raises when nobody can answer)
+            runs, declined, self._approvals[call.id] = await decide(gate)
+            if not runs:
+                return Outcome(declined, True, 0, DECLINED)
         stubs = TOOL_STUBS.get()
         if stubs is not None and spec.name in stubs:
             return Outcome(result_text(stubs[spec.name]), False, 1)

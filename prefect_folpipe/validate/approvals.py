@@ -7,7 +7,9 @@ from collections.abc import Iterator
 from ..errors import Diagnostic, Severity
 from ..loader import LoadResult
 from ..workflow.approval import input_fields, parse_duration, template_problems
+from ..workflow.toolapproval import default_answer
 from ._common import at
+from ._toolgates import check_tool_approvals
 
 
 def check_approvals(result: LoadResult) -> Iterator[Diagnostic]:
@@ -15,6 +17,7 @@ def check_approvals(result: LoadResult) -> Iterator[Diagnostic]:
     template; FP168 an unreadable `approval.timeout`; FP169 (warning) checkpoints off in a
     workflow that pauses for approval (those tasks run again when it resumes)."""
     gated = []
+    yield from check_tool_approvals(result)
     for task in result.all_tasks():
         approval = task.config.approval
         if approval is None:
@@ -35,11 +38,19 @@ def check_approvals(result: LoadResult) -> Iterator[Diagnostic]:
                 "{{ context.items[0] }}, {{ context['key'] }}",
             )  # fmt: skip
         try:
-            parse_duration(approval.timeout)
+            timeout = parse_duration(approval.timeout)
         except ValueError as exc:
             yield at(
                 result, task, "FP168", f"approval.timeout {exc}", ("approval", "timeout"),
                 "write a duration such as 72h, 30m, 1h30m, 2d or 45 (seconds)",
+            )  # fmt: skip
+            continue
+        try:
+            default_answer(input_fields(approval.input), approval.on_timeout, timeout)
+        except ValueError as exc:
+            yield at(
+                result, task, "FP172", f"approval.on_timeout {exc}", ("approval", "on_timeout"),
+                "give a timeout and an answer of the form, e.g. {approved: false}",
             )  # fmt: skip
     if gated:
         yield from _uncached(result, gated[0].path or "<root>")

@@ -265,6 +265,10 @@ class ApprovalConfig(StrictModel):
     """The answer's keys and types (all required); a list is a set of choices."""
     timeout: str | float | None = None
     """``72h``, ``30m``, ``2d`` or seconds; then the task's ``on_failure`` applies."""
+    on_timeout: dict[str, Any] | None = None
+    """The answer the gate takes by itself when ``timeout`` passes (recorded as defaulted)."""
+    notify: Any = None
+    """Who is told when the gate starts waiting (a local run prints the message)."""
 
 
 class DeployConfig(StrictModel):

@@ -9,7 +9,7 @@ from prefect_folpipe.plan._views import mermaid_text
 from prefect_folpipe.plan.execution import dag_plan
 from prefect_folpipe.workflow import Workflow
 
-from .cli_helpers import cv_pipeline, graph_workflow, make_task, make_workflow
+from .cli_helpers import cv_pipeline, graph_workflow, make_task, workflow_around
 
 
 def to_text_graph(workflow: Workflow) -> str:
@@ -54,7 +54,7 @@ def test_dependency_stages_survive_a_cycle() -> None:
     root = make_task("r", "", children=[a, b], config={"subtasks": {"execution_type": "graph"}})
     assert dict(dag_plan(root).stages) == {}
     assert "cycle" in (dag_plan(root).problem or "")
-    assert "[stage" not in to_text_graph(make_workflow(root))
+    assert "[stage" not in to_text_graph(workflow_around(root))
 
 
 def test_text_graph_nests_branches_and_groups_by_priority() -> None:
@@ -77,7 +77,7 @@ def test_text_graph_nests_branches_and_groups_by_priority() -> None:
         children=[fetch, report],
         config={"subtasks": {"execution_type": "sequential"}},
     )
-    assert to_text_graph(make_workflow(root)).splitlines() == [
+    assert to_text_graph(workflow_around(root)).splitlines() == [
         "flow  (sequential)",
         "├── 1. fetch  [skip if context.cached]",
         "└── 2. report  (priority_groups · agent: first + final pass)",
@@ -91,7 +91,7 @@ def test_structured_conditions_are_shown_compactly() -> None:
     condition = {"all": [{"key": "a.b", "equals": 1}, {"key": "c", "exists": True}]}
     leaf = make_task("x", "x", config={"conditions": {"skip_if": condition}})
     root = make_task("r", "", children=[leaf], instructions=None)
-    assert "skip if all(a.b equals 1, c exists)" in to_text_graph(make_workflow(root))
+    assert "skip if all(a.b equals 1, c exists)" in to_text_graph(workflow_around(root))
 
 
 def test_mermaid_loop_has_a_subgraph_order_edges_and_a_bounded_back_edge() -> None:
@@ -120,7 +120,7 @@ def test_mermaid_nests_subgraphs_and_links_priority_groups() -> None:
         "g", "g", children=[a, b], config={"subtasks": {"execution_type": "priority_groups"}}
     )
     root = make_task("top", "", children=[group], instructions=None)
-    chart = to_mermaid(make_workflow(root))
+    chart = to_mermaid(workflow_around(root))
     ids = _mermaid_ids(chart)
     assert chart.count("subgraph ") == 2
     assert f"{ids['a']} --> {ids['b']}" in chart
@@ -128,14 +128,14 @@ def test_mermaid_nests_subgraphs_and_links_priority_groups() -> None:
 
 
 def test_mermaid_single_task_workflow_is_one_node() -> None:
-    chart = to_mermaid(make_workflow(make_task("solo", "")))
+    chart = to_mermaid(workflow_around(make_task("solo", "")))
     assert chart == 'flowchart TD\n    t0["solo"]\n'
 
 
 def test_mermaid_labels_are_escaped() -> None:
     assert mermaid_text('say "hi" <b> #1') == "say #quot;hi#quot; #lt;b#gt; #35;1"
     leaf = make_task("x", "x", config={"conditions": {"skip_if": "context['k'] == \"v\""}})
-    chart = to_mermaid(make_workflow(make_task("r", "", children=[leaf])))
+    chart = to_mermaid(workflow_around(make_task("r", "", children=[leaf])))
     assert '\\"' not in chart
     node_line = next(line for line in chart.splitlines() if "skip if" in line)
     assert node_line.count('"') == 2

@@ -76,6 +76,10 @@ def _inputs(server: PrefectServer, flow_run_id: UUID) -> dict[str, Any]:
     return with_client(server, read)
 
 
+TAGS: dict[str, tuple[str, ...]] = {}
+"""The tags of the task runs ``_task_runs`` read, by name (a restore is read from them)."""
+
+
 def _task_runs(
     server: PrefectServer, flow_run_id: UUID, until: Callable[[list[tuple[str, str]]], bool]
 ) -> list[tuple[str, str]]:
@@ -87,6 +91,7 @@ def _task_runs(
         runs = await client.read_task_runs(
             flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id]))
         )
+        TAGS.update({run.name: tuple(run.tags or ()) for run in runs})
         return sorted((run.name, run.state.name) for run in runs if run.state)
 
     deadline = time.monotonic() + 60
@@ -160,7 +165,7 @@ def test_a_deployment_run_waits_for_approval_without_holding_a_worker(
     assert builds == [str(waiting)], "build ran once: the resumed run took its checkpoint"
 
     def restored(found: list[tuple[str, str]]) -> bool:
-        return expand_restored(dict(found), ["build"]).get("build") == "Cached"
+        return expand_restored(dict(found), ["build"], TAGS).get("build") == "Cached"
 
     assert restored(_task_runs(server, waiting, restored))
     assert list((answered / ".folpipe" / "results" / "approvals").glob("ship-*.json"))

@@ -154,7 +154,7 @@ def test_a_valid_gate_has_no_diagnostics_and_is_in_the_schema(tmp_path: Path) ->
     assert validate_workflow(_workflow(tmp_path, gate + "  timeout: 72h\n")) == []
     schema = task_yaml_json_schema()
     approval = schema["$defs"]["ApprovalConfig"]
-    assert set(approval["properties"]) == {"prompt", "input", "timeout"}
+    assert set(approval["properties"]) == {"prompt", "input", "timeout", "on_timeout", "notify"}
 
 
 def test_approve_options() -> None:

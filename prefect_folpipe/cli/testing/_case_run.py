@@ -98,17 +98,25 @@ def run_case(workflow: Workflow, case: TestCase, scratch: Path) -> CaseResult:
 
 
 def gate_answers(workflow: Workflow, case: TestCase) -> dict[str, dict[str, Any]]:
-    """The case's approval answers, by task path (a task without a gate: FP181)."""
+    """The case's approval answers, by task path, or by tool name / ``TASK/TOOL`` for a gated
+    tool's calls (anything else: FP181)."""
     gates = {task.path: task for task in workflow.tasks() if task.config.approval is not None}
     by_name = {task.name: path for path, task in gates.items()}
+    tools = {
+        name
+        for task in workflow.tasks()
+        for spec in task.tools
+        if spec.metadata.get("approval")
+        for name in (spec.name, f"{task.name}/{spec.name}", f"{task.path}/{spec.name}")
+    }
     answers: dict[str, dict[str, Any]] = {}
     for key, answer in case.approvals.items():
-        path = key if key in gates else by_name.get(key)
+        path = key if key in gates or key in tools else by_name.get(key)
         if path is None:
             raise TestFileError(
                 f"{case.file}:{case.line}: case {case.name!r} answers {key!r}, which has no "
                 "approval gate",
-                hint=f"gated tasks: {', '.join(sorted(gates)) or 'none'}",
+                hint=f"gated tasks and tools: {', '.join(sorted({*gates, *tools})) or 'none'}",
             )
         answers[path] = dict(answer)
     return answers

@@ -29,21 +29,26 @@ import json
 import logging
 import threading
 from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
 from functools import partial
 from typing import Any
 
 from ... import telemetry
 from ...plan import cache_key
-from ...plan.failures import ApprovalFailed
+from ...plan.failures import ApprovalFailed, ApprovalTimedOut
 from ...redaction import redact_secrets
 from ...workflow.approval import input_fields, parse_duration, render_prompt
 from ...workflow.names import slug
 from ...workflow.stored import DamagedEntry, load_stored, warn_damaged
+from ...workflow.toolapproval import default_answer
 from ...workflow.tree import Task
 from ..checkpoints import StorageFiles
 from ._question import Asker, Question, checked_answer, timed_out
+from ._tools import PassToolGates, no_answer
 
 LOG = logging.getLogger("prefect_folpipe.compile")
+DEFAULTED = "default at deadline"
+"""Who answered a gate whose deadline passed with ``on_timeout`` declared."""
 ANY_TASK = ""
 """Key of ``RunOptions.approvals`` whose answers apply to every gate."""
 
@@ -69,6 +74,10 @@ class ApprovalGates:
         self.flow_run = flow_run
         """The top-level ``FlowRunContext`` (a deployment's run suspends there)."""
         self._terminal = asyncio.Lock()
+        self.answers: list[dict[str, Any]] = []
+        """Every gate answered in this run, for the record (``note``)."""
+        self.listener: Callable[[str, dict[str, Any]], None] | None = None
+        """Told ``(task path, record)`` of each answer (the run's tracker)."""
 
     async def answer(self, task: Task, context: Mapping[str, Any], scope: tuple[int, ...]) -> dict:
         """The answer of ``task``'s gate (raises ``ApprovalFailed`` / ``ApprovalTimedOut``, or
@@ -76,29 +85,66 @@ class ApprovalGates:
         question = self.question(task, context, scope)
         with telemetry.approval_span(task.path, question.label) as span:
             key = self._answer_key(task, context, scope, question)
+            target = task.path or "root"
             saved = await self.read(f"approvals/{key}.json", task.path)
             if isinstance(saved, dict) and isinstance(saved.get("answer"), dict):
                 span.answered("checkpoint")
+                self.note(target, "task", question, saved["answer"], "stored", saved)
                 return dict(saved["answer"])
-            answer, source = self._preset(question), "preset"
+            answer, source = self._preset(question), "--approve"
             if answer is None:
-                answer, source = await self._wait(task, question, key, scope), "asked"
+                answer, source = await self.wait_for(question, key, pause_key(task, scope))
             span.answered(source)
-            record = {"task": task.path, "answer": answer}
-            await self.write(f"approvals/{key}.json", record, task.path)
+            record = self.note(target, "task", question, answer, source)
+            await self.write(f"approvals/{key}.json", {"task": task.path, **record}, task.path)
             return answer
+
+    def tool_gates(
+        self, task: Task, phase: str, scope: tuple[int, ...], context: Mapping[str, Any]
+    ) -> PassToolGates:
+        """The approver of one agent pass's tool calls."""
+        return PassToolGates(self, task, phase, scope, context)
+
+    def note(
+        self,
+        target: str,
+        kind: str,
+        question: Question,
+        answer: Mapping[str, Any],
+        source: str,
+        saved: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Record who answered what and when (a stored answer keeps who first gave it)."""
+        first = saved or {}
+        record = {
+            "target": target,
+            "kind": kind,
+            "question": question.prompt,
+            "answer": dict(answer),
+            "source": source if saved is None else "stored",
+            "answered_by": first.get("answered_by", source),
+            "answered_at": first.get("answered_at") or datetime.now(UTC).isoformat(),
+        }
+        self.answers.append(record)
+        if self.listener is not None:
+            self.listener(question.task_path, record)
+        return record
 
     @staticmethod
     def question(task: Task, context: Mapping[str, Any], scope: tuple[int, ...]) -> Question:
         approval = task.config.approval
         assert approval is not None
         label = (task.path or "root") + "".join(f"[{i}]" for i in scope)
+        fields = input_fields(approval.input)
+        timeout = parse_duration(approval.timeout)
         return Question(
             task.path,
             label,
             redact_secrets(render_prompt(approval.prompt, context)),
-            input_fields(approval.input),
-            parse_duration(approval.timeout),
+            fields,
+            timeout,
+            default_answer(fields, approval.on_timeout, timeout),
+            notify=approval.notify,
         )
 
     def _answer_key(
@@ -123,15 +169,26 @@ class ApprovalGates:
             return None
         return checked_answer(question, relevant, "--approve")
 
-    async def _wait(
-        self, task: Task, question: Question, key: str, scope: tuple[int, ...]
-    ) -> dict[str, Any]:
+    async def wait_for(
+        self, question: Question, key: str, pause: str
+    ) -> tuple[dict[str, Any], str]:
+        """The answer of a person (Prefect UI, terminal), or the declared default when the
+        deadline passes, and who gave it."""
         if self._deployment_run():
             from ._suspend import suspend_for_answer
 
-            return await suspend_for_answer(self, question, key, pause_key(task, scope))
+            try:
+                return await suspend_for_answer(self, question, key, pause), "Prefect UI"
+            except ApprovalTimedOut:
+                if question.default is None:
+                    raise
+                return dict(question.default), DEFAULTED
         if self.ask is not None:
+            if question.notify:
+                LOG.warning("%s", self.notice(question))
             return await self._ask_terminal(question)
+        if question.tool is not None:
+            raise no_answer(question)
         raise ApprovalFailed(
             f"task {question.label!r} waits for approval ({question.prompt!r}) but nobody can "
             "answer: no terminal, no deployment, no --approve",
@@ -139,18 +196,39 @@ class ApprovalGates:
             "in a terminal, or run the workflow from a deployment to answer in the Prefect UI",
         )
 
+    def notice(self, question: Question) -> str:
+        """The message of a gate that starts waiting (``approval.notify``): the workflow, the
+        task or tool, the question and the run's page in the UI."""
+        workflow = getattr(getattr(self.keys, "workflow", None), "name", "?")
+        flow_run = getattr(self.flow_run, "flow_run", None)
+        link = ""
+        if flow_run is not None:
+            from prefect.settings import PREFECT_UI_URL
+
+            base = PREFECT_UI_URL.value()
+            link = f" · {base}/runs/flow-run/{flow_run.id}" if base else f" · {flow_run.id}"
+        return f"workflow {workflow!r} waits: {question.describe()}{link}"
+
     def _deployment_run(self) -> bool:
         flow_run = getattr(self.flow_run, "flow_run", None)
         return flow_run is not None and flow_run.deployment_id is not None
 
-    async def _ask_terminal(self, question: Question) -> dict[str, Any]:
+    async def _ask_terminal(self, question: Question) -> tuple[dict[str, Any], str]:
         assert self.ask is not None
         async with self._terminal:  # one question on the terminal at a time
             try:
                 raw = await asyncio.wait_for(_in_thread(self.ask, question), question.timeout)
             except TimeoutError:
-                raise timed_out(question) from None
-        return checked_answer(question, raw, "the terminal")
+                if question.default is None:
+                    raise timed_out(question) from None
+                LOG.warning(
+                    "%s: no answer within %gs, continuing with the declared default %s",
+                    question.describe(),
+                    question.timeout,
+                    json.dumps(dict(question.default), default=str),
+                )
+                return dict(question.default), DEFAULTED
+        return checked_answer(question, raw, "the terminal"), "terminal"
 
     async def read(self, key: str, task: str | None = None) -> Any:
         """The stored value at ``key`` (signed, bound to the key, which holds the task's

@@ -20,8 +20,16 @@ class Question:
     prompt: str
     fields: Mapping[str, FieldType]
     timeout: float | None
+    default: Mapping[str, Any] | None = None
+    """``on_timeout``: the answer taken when ``timeout`` passes."""
+    tool: str | None = None
+    """The tool whose call is asked about (``None``: the task itself)."""
+    notify: Any = None
+    """``approval.notify``: who is told when the gate starts waiting."""
 
     def describe(self) -> str:
+        if self.tool:
+            return f"approval of a call of tool {self.tool!r} (task {self.label!r}): {self.prompt}"
         return f"approval for task {self.label!r}: {self.prompt}"
 
 

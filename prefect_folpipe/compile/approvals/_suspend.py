@@ -40,7 +40,8 @@ def form_model(question: Question) -> Any:
         annotation = Literal.__getitem__(kind) if isinstance(kind, tuple) else ANNOTATIONS[kind]
         fields[key] = (annotation, Field(..., title=key.replace("_", " ").capitalize()))
     model = create_model(f"approval_{slug(question.label, limit=40)}", __base__=RunInput, **fields)
-    description = f"**Approval for `{question.label}`**\n\n{question.prompt}"
+    label = f"{question.label} · tool {question.tool}" if question.tool else question.label
+    description = f"**Approval for `{label}`**\n\n{question.prompt}"
     return model.with_initial_data(description=description)
 
 

@@ -39,6 +39,8 @@ class TaskRecord:
     current_iteration: int | None = None
     started: float | None = None
     executions: list[str] = field(default_factory=list)
+    approvals: list[dict[str, Any]] = field(default_factory=list)
+    """Each gate of the task (or of its tools' calls) answered: what, by whom, when."""
 
     def settle(self) -> Status:
         """The reported status: a failed last execution wins, then completed, then cached."""
@@ -65,7 +67,7 @@ class TaskRecord:
             "usage": {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens},
             "duration_s": round(self.duration_s, 3),
             "error": self.error,
-        }
+        } | ({"approvals": list(self.approvals)} if self.approvals else {})
 
 
 DISABLED = "disabled (enabled: false)"
@@ -114,6 +116,12 @@ class RunTracker:
         record.started = time.monotonic()
         record.current_iteration = iteration
         self._emit("start", record)
+
+    def approved(self, path: str, record: dict[str, Any]) -> None:
+        """A gate of the task at ``path`` (or of one of its tool calls) was answered."""
+        found = self.records.get(path)
+        if found is not None:
+            found.approvals.append(record)
 
     def attempt(self, path: str, number: int) -> None:
         record = self.records[path]

@@ -149,6 +149,11 @@ class RunRecord:
             error=error,
             tasks=[{"path": row["path"], "status": row["status"]} for row in tasks],
         )
+        answered = [a for row in tasks for a in row.get("approvals") or ()]
+        if answered:
+            from .artifacts import approval_text
+
+            self.data["approvals"] = [approval_text(a, target=True) for a in answered]
         self.save()
 
     def save(self) -> None:

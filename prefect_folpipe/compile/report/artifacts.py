@@ -138,14 +138,27 @@ def _tool_calls(tool_log: Sequence[Mapping[str, Any]]) -> list[str]:
         lines += [
             f"### {number}. {_inline_code(call.get('name'))}{flag}",
             _fenced(call.get("arguments") or {}, "json"),
-            _fenced(call.get("result", ""), ""),
         ]
+        approval = call.get("approval")
+        if isinstance(approval, Mapping):
+            lines.append(f"approval: {_redact(approval_text(approval))}")
+        lines.append(_fenced(call.get("result", ""), ""))
     return lines
 
 
 SUMMARY_ERROR_CHARS = 56
 """An error cell's length in the summary table (code first): the task's report has it all."""
 CODED = re.compile(r"^\w+ \[(FP\d+)\]: ")
+
+
+def approval_text(record: Mapping[str, Any], *, target: bool = False) -> str:
+    """One answered gate in a line: ``deploy: approved=false, reason=... (--approve, at ...)``."""
+    answer = record.get("answer") or {}
+    values = ", ".join(f"{key}={json.dumps(value)}" for key, value in answer.items())
+    when = f", {record['answered_at']}" if record.get("answered_at") else ""
+    who = f"{record.get('answered_by') or record.get('source') or '?'}{when}"
+    head = f"{record.get('target')}: " if target and record.get("target") else ""
+    return f"{head}{values} ({who})"
 
 
 def summary_rows(rows: Sequence[Mapping[str, Any]], costs: Any = None) -> list[dict[str, Any]]:
@@ -159,6 +172,7 @@ def summary_rows(rows: Sequence[Mapping[str, Any]], costs: Any = None) -> list[d
         "iterations": any(row["iterations"] is not None for row in rows),
         "replayed": any(row.get("replayed_calls") for row in rows),
         "cost_usd": any(cost.get("cost_usd") for _, cost in per_task),
+        "approvals": any(row.get("approvals") for row in rows),
     }
     table = []
     for row, cost in per_task:
@@ -173,6 +187,9 @@ def summary_rows(rows: Sequence[Mapping[str, Any]], costs: Any = None) -> list[d
             "cost_usd": round(cost.get("cost_usd", 0.0), 6),
             "seconds": round(row["duration_s"], 2),
             "error": _short_error(row["error"]),
+            "approvals": _redact(
+                "; ".join(approval_text(a, target=True) for a in row.get("approvals") or ())
+            ),
         }
         table.append({key: value for key, value in cells.items() if optional.get(key, True)})
     return table

@@ -22,7 +22,7 @@ KINDS = ("python", "shell", "http", "mcp", "reference")
 TOOL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
 NAME_HINT = "use letters, digits, '_' or '-' (at most 64), starting with a letter or '_'"
 HTTP_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD")
-COMMON_KEYS = ("type", "scope", "timeout", "retries", "env", "replay")
+COMMON_KEYS = ("type", "scope", "timeout", "retries", "env", "replay", "approval")
 REPLAY_MODES = ("never", "safe")
 """``> replay: safe``: a resumed pass may answer the tool's calls from the journal (the tool
 has no side effects anything depends on); ``never`` (the default): every call runs again."""
@@ -78,6 +78,8 @@ def metadata_value(key: str, value: str) -> Any:
         if value.strip().lower() not in REPLAY_MODES:
             raise ValueError(f"must be 'safe' or 'never', not {value!r}")
         return value.strip().lower()
+    if key == "approval":
+        return _approval(value)
     if key == "timeout":
         number = _number(value, float, "number of seconds")
         if number <= 0:
@@ -100,6 +102,14 @@ def metadata_value(key: str, value: str) -> Any:
     if value[:1] in "[{":
         return _structured(value)
     return value
+
+
+def _approval(value: str) -> Any:
+    """``true`` / ``false`` or a block; checked by ``validate`` (``workflow.toolapproval``)."""
+    word = value.strip().lower()
+    if word in ("true", "yes", "on", "false", "no", "off"):
+        return word in ("true", "yes", "on")
+    return _structured(value) if value[:1] in "[{" else value
 
 
 def _number(value: str, kind: Callable[[str], Any], what: str) -> Any:

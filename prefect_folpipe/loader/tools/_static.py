@@ -21,6 +21,7 @@ model is sent the schema of the real function.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import importlib.util
 import typing
 from collections.abc import Iterator
@@ -216,7 +217,7 @@ def _tool_decorator(node: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[bool,
             raise StaticProblem(f"{type(exc).__name__}: {exc}", decorator.lineno) from None
         meta: ToolMeta = marked.__folpipe_tool__  # type: ignore[attr-defined]
         name = options.get("name") or node.name
-        return True, ToolMeta(name, meta.description, meta.retries, meta.timeout, meta.scope)
+        return True, dataclasses.replace(meta, name=name)
     return False, None
 
 
