@@ -27,10 +27,10 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from .._messages import Message, ModelRequest, ModelResponse, ToolCall, ToolResult, message_to_dict
+from .._process.stored import DamagedEntry, load_stored, warn_damaged
 from ..providers.replay import Normalizer, response_from_record, response_record
 from ..redaction import is_secret_name
 from ..workflow.names import slug
-from ..workflow.stored import DamagedEntry, load_stored, warn_damaged
 
 LOG = logging.getLogger("prefect_folpipe.agent")
 JOURNAL_VERSION = 1

@@ -29,12 +29,12 @@ from .._messages import (
     UserMessage,
     message_to_dict,
 )
+from .._process.wording import plural
 from ..errors import ConfigError, MaxTurnsExceeded, OutputValidationError, ProviderError
 from ..providers.base import Provider
 from ..providers.registry import provider_name
 from ..redaction import mask_exception
 from ..workflow.tree import Task
-from ..workflow.wording import plural
 from .journal import Journal
 from .output import check_output, output_schema, repair_prompt
 from .result import attach_report

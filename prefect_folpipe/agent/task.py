@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .. import telemetry
+from .._process.wording import noun
 from ..errors import ConfigError, MissingInputError, TaskError
 from ..providers.base import Provider
 from ..providers.registry import provider_name
@@ -28,7 +29,6 @@ from ..workflow.context import ENV_KEY, answer_delta, visible_keys
 from ..workflow.jsondata import NotPlainJSON, check_plain
 from ..workflow.providers import NO_PROVIDER_MESSAGE
 from ..workflow.tree import Task, Workflow
-from ..workflow.wording import noun
 from .journal import Journal
 from .loop import AgentPass, CallLedger, Conversation, converse
 from .result import TaskOutcome, attach_report

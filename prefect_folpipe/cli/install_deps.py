@@ -10,7 +10,7 @@ import shlex
 
 import click
 
-from ..workflow.wording import plural
+from .._process.wording import plural
 from ._render import get_console, handle_errors, print_json
 
 

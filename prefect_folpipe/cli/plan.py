@@ -16,7 +16,7 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from ..workflow.wording import plural
+from .._process.wording import plural
 from ._render import EXIT_FAILED, get_console, handle_errors, print_json
 
 STATUS_STYLE = {"checkpoint": "green", "runs": "yellow", "skipped": "dim", "maybe skipped": "cyan"}

@@ -18,11 +18,11 @@ import click
 import yaml
 from rich.table import Table
 
+from .._process.wording import plural
 from ..errors import ConfigError, FolpipeError, InfrastructureError
 from ..workflow.jsondata import check_plain, load_yaml
 from ..workflow.jsondata import loads as strict_json
 from ..workflow.tree import Workflow
-from ..workflow.wording import plural
 from ._approve import check_approvals, parse_approvals, terminal_approver
 from ._interrupts import interruptions
 from ._render import (

@@ -21,6 +21,7 @@ from prefect.context import FlowRunContext
 
 from .. import telemetry
 from .._process.heap import older_objects_set_aside
+from .._process.wording import noun
 from ..agent import run_task
 from ..errors import ConfigError, MissingInputError, ProviderError, RunInterrupted
 from ..plan import CheckpointScope, Plan, build_plan
@@ -29,7 +30,6 @@ from ..plan.execution import Outcome, is_signal
 from ..workflow.names import slug
 from ..workflow.sdks import check_sdks
 from ..workflow.tree import Task, Workflow
-from ..workflow.wording import noun
 from .approvals import ApprovalGates
 from .checkpoints import CheckpointLocks, Restorer, StoreEvents, collecting, local_folder, store_key
 from .checkpoints import current as current_events

@@ -23,9 +23,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from .._process.wording import plural
 from ..providers.replay import Normalizer
 from ..workflow.tree import Task, Workflow
-from ..workflow.wording import plural
 from .report import RunResult, list_runs, read_record, runs_dir
 
 PASSES_DIR = "passes"

@@ -13,11 +13,11 @@ from prefect.cache_policies import NO_CACHE
 from prefect.context import TaskRunContext
 from prefect.states import Completed
 
+from .._process.wording import plural
 from ..plan import Plan
 from ..plan.contextops import unbox
 from ..workflow.names import slug
 from ..workflow.tree import Task
-from ..workflow.wording import plural
 from .checkpoints import checkpoint_storage, flow_result_storage
 from .leaf import LeafRef, ProcessLocal, leaf_task, task_options
 from .report import WRITER, artifacts

@@ -13,12 +13,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .._process.wording import noun
 from ..compile.signature import RUN_PARAMETERS, input_names
 from ..errors import ConfigError
 from ..validate.deploy_rules import GENERIC_FLOW_PARAMETERS, schedule_problems
 from ..workflow.config import Schedule
 from ..workflow.tree import Workflow
-from ..workflow.wording import noun
 
 
 def workflow_folder(path: str | Path) -> Path:

@@ -19,10 +19,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from .._process.stored import DamagedEntry, read_stored_file
 from ..loader import file_digests
 from ..workflow.context import checkpoint_inputs
 from ..workflow.names import slug
-from ..workflow.stored import DamagedEntry, read_stored_file
 from ..workflow.tree import Task
 from ._keys import CACHE_VERSION, config_json
 from .contextops import canonical_json

@@ -27,11 +27,11 @@ from typing import Any, ClassVar
 import yaml
 
 from .._messages import ModelRequest, ModelResponse, ToolCall, Usage, message_to_dict
+from .._process.wording import plural
 from ..errors import ConfigError, ProviderError
 from ..redaction import SECRETS
 from ..workflow.config import ProviderConfig
 from ..workflow.tree import Task
-from ..workflow.wording import plural
 from ._sdk import provider_error
 from .base import Provider
 

@@ -43,9 +43,9 @@ from .._messages import (
     Usage,
     UserMessage,
 )
+from .._process.wording import noun
 from ..errors import ConfigError, ProviderError, ProviderErrorKind
 from ..workflow.jsondata import NotPlainJSON, check_plain, load_yaml
-from ..workflow.wording import noun
 
 ERROR_KINDS: tuple[str, ...] = get_args(ProviderErrorKind)
 ENTRY_KEYS = frozenset({"text", "output", "tool_calls", "error", "message", "echo", "delay"})

@@ -20,9 +20,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from .._process.wording import noun
 from .config import OUTPUT_TYPES
 from .context import ENV_KEY, ERRORS_KEY
-from .wording import noun
 
 PLACEHOLDER = re.compile(r"\{\{(.*?)\}\}", re.DOTALL)
 TEMPLATE_CODE = re.compile(r"\{%|%\}|\{#|#\}")

@@ -19,9 +19,9 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from .._messages import Usage
+from .._process.wording import noun
 from ..errors import ConfigError
 from .tree import Task, Workflow
-from .wording import noun
 
 PRICE_KEYS = frozenset(
     {"input_per_mtok", "output_per_mtok", "cache_read_per_mtok", "cache_write_per_mtok"}

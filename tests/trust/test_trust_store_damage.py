@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from builders import SCRIPTED
 
-from prefect_folpipe.workflow.stored import (
+from prefect_folpipe._process.stored import (
     DAMAGED,
     MAX_BYTES,
     MAX_DEPTH,

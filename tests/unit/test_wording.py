@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from prefect_folpipe._process.wording import noun, plural
 from prefect_folpipe.cli.deploy import schedule_text
-from prefect_folpipe.workflow.wording import noun, plural
 
 
 @pytest.mark.parametrize(

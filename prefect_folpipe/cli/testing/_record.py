@@ -17,13 +17,13 @@ from typing import Any
 import click
 import yaml
 
+from ..._process.wording import plural
 from ...compile.history import read_passes
 from ...errors import ConfigError
 from ...providers.replay import Normalizer
 from ...redaction import SECRETS
 from ...workflow.names import slug
 from ...workflow.tree import Workflow
-from ...workflow.wording import plural
 from .._render import get_console, handle_errors
 from .._runref import find_run, finished_runs
 from ._cases_file import TESTS_DIR

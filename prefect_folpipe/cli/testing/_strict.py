@@ -23,9 +23,9 @@ from typing import Any
 import yaml
 
 from ..._messages import ModelRequest, ModelResponse, message_to_dict
+from ..._process.wording import plural
 from ...errors import ProviderError
 from ...providers.replay import Normalizer, fingerprint, response_from_record
-from ...workflow.wording import plural
 
 STRIP = ("id", "call_id", "is_error")
 

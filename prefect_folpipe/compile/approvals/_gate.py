@@ -34,12 +34,12 @@ from functools import partial
 from typing import Any
 
 from ... import telemetry
+from ..._process.stored import DamagedEntry, load_stored, warn_damaged
 from ...plan import cache_key
 from ...plan.failures import ApprovalFailed, ApprovalTimedOut
 from ...redaction import redact_secrets
 from ...workflow.approval import input_fields, parse_duration, render_prompt
 from ...workflow.names import slug
-from ...workflow.stored import DamagedEntry, load_stored, warn_damaged
 from ...workflow.toolapproval import default_answer
 from ...workflow.tree import Task
 from ..checkpoints import StorageFiles

@@ -34,8 +34,8 @@ from prefect.filesystems import LocalFileSystem, WritableFileSystem
 from prefect.serializers import JSONSerializer
 from pydantic import ConfigDict
 
+from ..._process.stored import MAX_BYTES, DamagedEntry, load_stored
 from ...redaction import mask
-from ...workflow.stored import MAX_BYTES, DamagedEntry, load_stored
 from ._events import forged, unsaved
 from ._key import ForgedEntry, seal, verified
 

@@ -20,8 +20,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from ..._process.stored import DAMAGED, MAX_BYTES
 from ...agent.journal import Journal
-from ...workflow.stored import DAMAGED, MAX_BYTES
 from ...workflow.tree import Task
 from ..shared import RunSpec
 from ._events import forged, unsaved

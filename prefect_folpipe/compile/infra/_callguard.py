@@ -18,10 +18,10 @@ from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontext
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..._process.wording import noun
 from ...errors import ConfigError, ProviderError
 from ...providers.ratelimit import RateLimiter, limiter_for
 from ...workflow.tree import Task, Workflow
-from ...workflow.wording import noun
 
 CallGuard = Callable[[Task], AbstractAsyncContextManager[None]]
 ModelKey = tuple[str, str]

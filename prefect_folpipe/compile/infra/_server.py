@@ -27,8 +27,8 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from ..._process.wording import plural
 from ...errors import InfrastructureError
-from ...workflow.wording import plural
 from ..report import WRITER
 
 LOG = logging.getLogger("prefect_folpipe.compile")

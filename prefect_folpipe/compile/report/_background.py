@@ -26,7 +26,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from ...workflow.wording import plural
+from ..._process.wording import plural
 
 LOG = logging.getLogger("prefect_folpipe.compile")
 WORKERS = 4

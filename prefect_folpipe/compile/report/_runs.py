@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ...workflow.stored import DamagedEntry, read_stored_file, warn_damaged
+from ..._process.stored import DamagedEntry, read_stored_file, warn_damaged
 from ...workflow.tree import Workflow
 from ..options import RunOptions
 from ._records import RunResult, RunTracker

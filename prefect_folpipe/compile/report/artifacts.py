@@ -14,10 +14,10 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from ..._process.wording import plural
 from ...redaction import redact as _redact
 from ...workflow.names import slug
 from ...workflow.tree import Task
-from ...workflow.wording import plural
 from ._background import WRITER
 
 LOG = logging.getLogger("prefect_folpipe.compile")
