@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -13,6 +14,8 @@ from prefect_folpipe.plan._views import graph_to_dict, tree_to_dict
 from prefect_folpipe.workflow import Task, Workflow
 
 from .cli_helpers import make_task, make_tool, make_workflow
+
+pytestmark = pytest.mark.slow  # property runs, seconds each
 
 EXECUTION_TYPES = ("parallel", "sequential", "graph", "loop", "priority_groups")
 NAMES = st.text(alphabet=st.sampled_from('abcxyz_-"<>#[]() ·é'), min_size=1, max_size=8).filter(

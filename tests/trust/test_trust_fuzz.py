@@ -14,6 +14,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from builders import make_task, make_workflow, scripted_provider
 from hypothesis import HealthCheck, given, settings
@@ -25,6 +26,8 @@ from prefect_folpipe.errors import Diagnostic, FolpipeError
 from prefect_folpipe.providers.scripted import ScriptedProvider, load_replies
 from prefect_folpipe.validate import validate_workflow
 from prefect_folpipe.workflow.jsondata import dumps as strict_dumps
+
+pytestmark = pytest.mark.slow  # property runs, seconds each
 
 CODE = re.compile(r"^FP\d{3}$")
 FUZZ = settings(
