@@ -16,6 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tiers import (  # noqa: F401  (the suite's tiers and file order: hooks, see tiers.py)
+    pytest_collection_modifyitems,
+    pytest_configure,
+    pytest_xdist_make_scheduler,
+)
 
 _HOME = Path(tempfile.mkdtemp(prefix="folpipe-test-home-"))
 os.environ["PREFECT_HOME"] = str(_HOME)

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # import-linter and fresh interpreters, seconds each
+
 PACKAGE = Path(__file__).parent.parent / "prefect_folpipe"
 
 # module prefix -> package paths (relative to prefect_folpipe/) allowed to import it

@@ -27,6 +27,7 @@ def test_unknown_names_raise_attribute_error() -> None:
         prefect_folpipe.no_such_name  # noqa: B018
 
 
+@pytest.mark.slow
 def test_spec_layer_names_resolve_without_prefect() -> None:
     names = ["load_workflow", "validate_workflow", "Diagnostic", "tool", "ToolContext", "Hook"]
     code = (

@@ -97,6 +97,28 @@ def _wait_for(condition: Any, timeout: float, what: str) -> None:
         time.sleep(0.1)
 
 
+def _writers_of(path: Path) -> list[int]:
+    """Live processes whose command line names ``path``: the tool's ``bash -c`` script and
+    the subshells it forked. Once there are none, nothing can still write ``path``."""
+    text = str(path)
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmdline = (entry / "cmdline").read_bytes().decode(errors="replace")
+            except OSError:
+                continue
+            if text in cmdline:
+                found.append(int(entry.name))
+    return found
+
+
+def _wait_until_nothing_can_write(path: Path) -> None:
+    """Instead of waiting out the side effect's sleep: wait until no process is left that
+    could still write ``path``."""
+    _wait_for(lambda: not _writers_of(path), SIDE_EFFECT_S + 1, f"the writers of {path.name}")
+
+
 def _run_until_the_tool_runs(env: dict[str, str], root: Path, *args: str) -> Any:
     proc = _start(env, "run", root, "--json", *args)
     try:
@@ -169,7 +191,7 @@ def test_sigkill_mid_run_kills_the_tool_and_resume_takes_the_crashed_run(tmp_pat
     proc.wait(timeout=30)
 
     _wait_for(lambda: not _pids_in_group(tool_group), 10, "the tool's process group to die")
-    time.sleep(SIDE_EFFECT_S + 1)
+    _wait_until_nothing_can_write(_effect(root))
     assert not _effect(root).exists(), "the tool finished its side effect after the run died"
     killed = _records(root)[-1]
     assert killed["status"] == "running" and killed["context"] == {"attempt": "new"}
@@ -252,7 +274,8 @@ def test_sigkill_kills_a_running_shell_hook_and_its_background_job(tmp_path, cli
 
     for group in hook_groups:
         _wait_for(lambda g=group: not _pids_in_group(g), 10, "the hook's process group to die")
-    time.sleep(SIDE_EFFECT_S + 1)
+    hook_env = f"FOLPIPE_HOOK_FILE={hook_file}"  # the hook's shell, its job and their children
+    _wait_for(lambda: not _pids_with_env(hook_env), SIDE_EFFECT_S + 1, "the hook's processes")
     assert not effect.exists(), "the hook finished its side effect after the run died"
     assert not late.exists(), "the hook's background job outlived the run"
 
@@ -299,7 +322,7 @@ def test_a_signal_ends_in_a_coded_report_and_resume_finishes_the_run(tmp_path, c
     statuses = {t["path"]: t["status"] for t in doc["tasks"]}
     assert statuses == {"": "failed", "first": "completed", "slow": "failed", "last": "skipped"}
     assert "interrupted" in doc["tasks"][2]["error"]
-    time.sleep(SIDE_EFFECT_S + 1)
+    _wait_until_nothing_can_write(_effect(root))
     assert not _effect(root).exists()  # the tool was stopped with the run
     [record] = _records(root)
     assert record["status"] == "interrupted" and record["context"] == {"topic": "signals"}
@@ -432,7 +455,7 @@ def test_the_temporary_server_does_not_outlive_a_killed_run(tmp_path, cli_env):
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)
     _wait_for(lambda: "uvicorn" not in _cmdline(server), 20, "the temporary server to stop")
-    time.sleep(SIDE_EFFECT_S + 1)
+    _wait_until_nothing_can_write(_effect(root))
     assert not _effect(root).exists()
 
 

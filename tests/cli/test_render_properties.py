@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -12,7 +13,9 @@ from prefect_folpipe.plan._plan import build_plan
 from prefect_folpipe.plan._views import graph_to_dict, tree_to_dict
 from prefect_folpipe.workflow import Task, Workflow
 
-from .cli_helpers import make_task, make_tool, make_workflow
+from .cli_helpers import make_task, make_tool, workflow_around
+
+pytestmark = pytest.mark.slow  # property runs, seconds each
 
 EXECUTION_TYPES = ("parallel", "sequential", "graph", "loop", "priority_groups")
 NAMES = st.text(alphabet=st.sampled_from('abcxyz_-"<>#[]() ·é'), min_size=1, max_size=8).filter(
@@ -62,7 +65,7 @@ def _json_nodes(node: dict) -> list[dict]:
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(trees())
 def test_every_view_covers_every_task_once(root: Task) -> None:
-    workflow: Workflow = make_workflow(root)
+    workflow: Workflow = workflow_around(root)
     total = _count(root)
     plan = build_plan(workflow)
     nodes = _json_nodes(tree_to_dict(plan))

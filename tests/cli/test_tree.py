@@ -9,7 +9,7 @@ from prefect_folpipe.plan._plan import build_plan
 from prefect_folpipe.plan._views import tool_origin, tree_to_dict
 from prefect_folpipe.workflow import EffectiveSettings, Task, Workflow
 
-from .cli_helpers import cv_pipeline, graph_workflow, make_task, make_tool, make_workflow
+from .cli_helpers import cv_pipeline, graph_workflow, make_task, make_tool, workflow_around
 
 
 def workflow_to_dict(workflow: Workflow) -> dict:
@@ -17,7 +17,7 @@ def workflow_to_dict(workflow: Workflow) -> dict:
 
 
 def task_to_dict(root: Task) -> dict:
-    return workflow_to_dict(make_workflow(root))
+    return workflow_to_dict(workflow_around(root))
 
 
 NODE_KEYS = {
@@ -69,7 +69,7 @@ def _tooled_workflow():
         tools=[make_tool("admin_api", owner="")],
         config={"subtasks": {"execution_type": "sequential"}},
     )
-    return make_workflow(root)
+    return workflow_around(root)
 
 
 def test_json_nodes_have_exactly_the_contract_keys() -> None:
@@ -173,7 +173,7 @@ def _explain_case(config: dict, *, depth_two: bool = False) -> str:
     mid = make_task("mid", "mid", children=[leaf], tools=[make_tool("api", origin="inherited")])
     other = make_task("other", "other", own_tools=[make_tool("solo", owner="other")])
     root = make_task("root", "", children=[mid, other], own_tools=[api], tools=[api])
-    rows = {row.task.path: row for row in explain_tool(make_workflow(root), "api")}
+    rows = {row.task.path: row for row in explain_tool(workflow_around(root), "api")}
     assert rows["mid"].visible and rows["mid"].reason == "inherited from root"
     assert not rows["mid/leaf"].visible
     return rows["mid/leaf"].reason
@@ -197,7 +197,7 @@ def test_explain_a_tool_declared_outside_the_lineage() -> None:
     a = make_task("a", "a", children=[leaf])
     other = make_task("other", "other", own_tools=[make_tool("solo", owner="other")])
     root = make_task("root", "", children=[a, other])
-    workflow = make_workflow(root)
+    workflow = workflow_around(root)
     assert tool_declarations(workflow) == {"solo": ["other"]}
     rows = {row.task.path: row for row in explain_tool(workflow, "solo")}
     assert rows["a/leaf"].reason == "declared only by other, not an ancestor"

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from prefect_folpipe.cli import cli
@@ -112,6 +113,7 @@ def test_python_dash_m_runs_validate_in_a_real_process() -> None:
     assert json.loads(out.stdout)["ok"] is False
 
 
+@pytest.mark.slow
 def test_validate_never_imports_prefect() -> None:
     code = (
         "import sys\n"

@@ -19,6 +19,8 @@ from prefect_folpipe.errors import ConfigError
 
 from .server import FOLPIPE, PREFECT, PrefectServer, free_port, stop_process_group
 
+pytestmark = pytest.mark.slow  # the folpipe CLI in a subprocess, seconds each
+
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "deploy" / "report"
 
 

@@ -37,6 +37,7 @@ def test_local_cluster_has_one_process_per_parallel_slot() -> None:
     }
 
 
+@pytest.mark.slow
 def test_dask_without_a_server_is_fp640(tmp_path: Path) -> None:
     from prefect.settings import PREFECT_API_URL, temporary_settings
 

@@ -101,6 +101,7 @@ async def test_status_lists_the_folders_runs_with_task_counts(
     prefect_harness: str, report: Path, tmp_path: Path
 ) -> None:
     import asyncio
+    import time
 
     from prefect_folpipe.compile import arun_workflow
     from prefect_folpipe.deploy.status import recent_runs
@@ -115,10 +116,11 @@ async def test_status_lists_the_folders_runs_with_task_counts(
 
     workflow = load_workflow(report)
     runs = await recent_runs(workflow)
-    for _ in range(20):  # task runs are recorded from events, a moment after the flow run
+    deadline = time.monotonic() + 20  # task runs are recorded from events, after the flow run
+    while time.monotonic() < deadline:
         if len(runs) == 2 and runs[0].tasks.total and runs[1].tasks.total == 2:
             break
-        await asyncio.sleep(1)
+        await asyncio.sleep(0.2)
         runs = await recent_runs(workflow)
     assert [r.flow_run_id for r in runs] == [second.flow_run_id, first.flow_run_id]
     newest, oldest = runs

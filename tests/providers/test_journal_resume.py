@@ -61,11 +61,16 @@ def _kill_when(process: subprocess.Popen[bytes], ready: Callable[[], bool], log:
     while not ready():
         assert process.poll() is None, f"the run ended early:\n{log.read_text()[-3000:]}"
         assert time.monotonic() < deadline, f"never got there:\n{log.read_text()[-3000:]}"
-        time.sleep(0.1)
-    time.sleep(0.3)
+        time.sleep(0.05)
     os.killpg(process.pid, signal.SIGKILL)
     process.wait(timeout=30)
     assert process.returncode == -signal.SIGKILL
+
+
+def _journaled(root: Path) -> int:
+    """How many answers the run's journal holds (each written whole: a temporary file renamed)."""
+    journal = root / ".folpipe" / "results" / "journal"
+    return len(list(journal.rglob("*.json"))) if journal.is_dir() else 0
 
 
 def _agent(root: Path, task_yaml: str, replies: dict[str, Any] | None = None) -> Path:
@@ -94,7 +99,11 @@ def test_sigkill_in_call_12_repeats_one_paid_call(tmp_path: Path, cli_env, http)
     root = _agent(tmp_path / "wf", ANTHROPIC.format(url=wire.base_url, env=KEY_ENV))
     env = {**cli_env, KEY_ENV: API_KEY}
     log = tmp_path / "killed.log"
-    _kill_when(_start(root, env, log), lambda: len(wire.requests) == 12, log)
+
+    def in_call_12() -> bool:
+        return len(wire.requests) == 12 and _journaled(root) == 11
+
+    _kill_when(_start(root, env, log), in_call_12, log)
 
     resumed = _run(root, env)
     assert resumed["status"] == "completed"

@@ -18,6 +18,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from builders import make_task, scripted_provider, workflow_around
 from hypothesis import HealthCheck, given, settings
@@ -30,6 +31,8 @@ from prefect_folpipe.expressions import ExpressionError, compile_condition
 from prefect_folpipe.providers.scripted import ScriptedProvider, load_replies
 from prefect_folpipe.validate import validate_workflow
 from prefect_folpipe.workflow.jsondata import dumps as strict_dumps
+
+pytestmark = pytest.mark.slow  # property runs, seconds each
 
 CODE = re.compile(r"^FP\d{3}$")
 FUZZ = settings(

@@ -44,6 +44,7 @@ def test_nesting_past_the_limit_is_refused_even_when_python_could_parse_it() -> 
     assert not check.ok
 
 
+@pytest.mark.slow
 def test_context_file_with_100000_nesting_levels_is_fp402(tmp_path: Path) -> None:
     from prefect_folpipe.cli.run import parse_context
 
@@ -88,6 +89,7 @@ def test_yaml_only_values_in_a_replies_file_are_fp305(tmp_path: Path, value: str
     assert caught.value.code == "FP305"
 
 
+@pytest.mark.slow
 def test_a_deeply_nested_replies_file_is_fp305(tmp_path: Path) -> None:
     file = tmp_path / "replies.yaml"
     file.write_text("default: " + "[" * 100_000 + "]" * 100_000 + "\n")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -12,6 +13,8 @@ from prefect_folpipe.errors import Diagnostic
 from prefect_folpipe.loader.tools import _markdown as markdown
 from prefect_folpipe.loader.tools._toolsmd import parse_tools_md
 from prefect_folpipe.workflow.tree import ToolSpec
+
+pytestmark = pytest.mark.slow  # property runs, seconds each
 
 SAFE_PYTHON = [
     "def t(x: int) -> int:\n    return x\n",

@@ -252,6 +252,7 @@ def test_another_folpipe_build_does_not_read_this_ones_entries(
     assert len(parses) == 2 and _rows(cache_dir) == 2
 
 
+@pytest.mark.slow
 def test_fresh_validate_processes_agree_with_and_without_the_cache(
     tmp_path: Path, cache_dir: Path
 ) -> None:

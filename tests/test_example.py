@@ -9,7 +9,7 @@ import pytest
 
 pytestmark = pytest.mark.prefect
 
-EXAMPLE = Path(__file__).parents[2] / "examples" / "research_report"
+EXAMPLE = Path(__file__).parents[1] / "examples" / "research_report"
 
 
 def test_research_report_runs_offline(tmp_path, run):

@@ -13,7 +13,10 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc (Linux)")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc (Linux)"),
+]  # slow: processes that must die, seconds each
 
 PARENT = textwrap.dedent(
     """

@@ -37,6 +37,7 @@ def test_golden_plan(name: str) -> None:
     assert actual == golden.read_text(encoding="utf-8")
 
 
+@pytest.mark.slow
 def test_a_plan_is_built_without_prefect() -> None:
     code = (
         "import sys\n"

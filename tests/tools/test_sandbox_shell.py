@@ -150,13 +150,16 @@ async def test_term_ignoring_script_is_killed(tmp_path: Path) -> None:
     pids: list[int] = []
     job = asyncio.ensure_future(
         run_script(
-            "trap '' TERM; echo ready; while true; do sleep 0.1; done",
+            "trap '' TERM; echo ready > ready; while true; do sleep 0.1; done",
             cwd=tmp_path,
             env=sandbox_env(),
             on_start=pids.append,
         )
     )
-    await asyncio.sleep(0.3)
+    for _ in range(500):  # the trap is set once the script says so
+        if (tmp_path / "ready").exists() and (tmp_path / "ready").read_text().endswith("\n"):
+            break
+        await asyncio.sleep(0.02)
     job.cancel()
     with pytest.raises(asyncio.CancelledError):
         await job

@@ -21,6 +21,13 @@ def _records(caplog: pytest.LogCaptureFixture) -> list[tuple[int, str]]:
     return [(r.levelno, r.getMessage()) for r in caplog.records if r.name == "folpipe.test.tasklog"]
 
 
+async def _sent(caplog: pytest.LogCaptureFixture, count: int) -> None:
+    """Wait (5 s at most) until ``count`` entries went out: the window closes on its own."""
+    deadline = asyncio.get_running_loop().time() + 5
+    while len(_records(caplog)) < count and asyncio.get_running_loop().time() < deadline:
+        await asyncio.sleep(0.01)
+
+
 LINES = ("model call 1: 1 tool call(s)", "tool lookup ok in 0.002s", "model call 2: 0 tool call(s)")
 
 
@@ -40,10 +47,10 @@ async def test_the_window_closing_sends_what_it_holds_without_waiting_for_the_ta
     log = CoalescedLog(logging.getLogger("folpipe.test.tasklog"), window=0.05)
     log.info("first")
     log.info("second")
-    await asyncio.sleep(0.3)
+    await _sent(captured, 1)
     assert _records(captured) == [(logging.INFO, "first\nsecond")]
     log.info("third")  # a new window opens
-    await asyncio.sleep(0.3)
+    await _sent(captured, 2)
     assert _records(captured)[-1] == (logging.INFO, "third")
     log.close()
     assert len(_records(captured)) == 2

@@ -108,6 +108,11 @@ def test_two_second_timeout_stops_a_sixty_second_shell_tool(make_workflow, run):
     assert result.status == "failed"
     assert "timeout" in result.task("napper")["error"]
     assert elapsed < 30
-    time.sleep(0.5)
-    leftover = subprocess.run(["pgrep", "-f", f"sleep {marker}"], capture_output=True, text=True)
+    deadline = time.monotonic() + 5  # the group's SIGKILL lands at once; reaping may lag
+    pgrep = ["pgrep", "-f", f"sleep {marker}"]
+    while True:
+        leftover = subprocess.run(pgrep, capture_output=True, text=True)
+        if not leftover.stdout.strip() or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
     assert leftover.stdout.strip() == "", "the shell tool's process survived the timeout"

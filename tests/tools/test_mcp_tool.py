@@ -16,6 +16,8 @@ from prefect_folpipe.tools.toolbox import Toolbox
 from prefect_folpipe.workflow.config import McpServer, TaskConfig
 from prefect_folpipe.workflow.tree import EffectiveSettings, Task, Workflow
 
+pytestmark = pytest.mark.slow  # real MCP servers in processes of their own
+
 SERVER = Path(__file__).parent.parent / "fixtures" / "mcp" / "server.py"
 TOOLS_MD = """## add
 > type: mcp

@@ -6,6 +6,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -14,6 +15,8 @@ from prefect_folpipe.errors import Diagnostic, WorkflowValidationError
 from prefect_folpipe.validate import load_workflow, validate_workflow
 from prefect_folpipe.workflow.config import TaskConfig
 from prefect_folpipe.workflow.tree import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, Task
+
+pytestmark = pytest.mark.slow  # property runs, seconds each
 
 WORDS = ["alpha", "beta", "gamma", "delta", "eps", "zeta", "eta", "theta", "iota", "kappa"]
 

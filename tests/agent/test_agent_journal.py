@@ -1,7 +1,7 @@
 """The model-call journal of one agent pass (``agent.journal``), with an in-memory store.
 
 Prefect runs, retries, resumes after SIGKILL and real storage are in
-tests/prefect/test_journal.py and tests/providers/test_journal_resume.py.
+tests/compile/test_journal.py and tests/providers/test_journal_resume.py.
 """
 
 from __future__ import annotations
