@@ -38,24 +38,35 @@ def _alternate(
     scenario: Scenario,
     systems: dict[str, Callable[[], float]],
     wait: Callable[[], None] = measure.settle,
-) -> dict[str, list[float]]:
+) -> dict[str, list[float | None]]:
     """Each system once per repetition, ``wait()`` before each, the order reversed every
-    other repetition."""
-    runs: dict[str, list[float]] = {key: [] for key in systems}
+    other repetition. A baseline's failed run is ``None`` (a loaded SQLite server may answer
+    503 to concurrent subflows); folpipe's failure fails the scenario."""
+    runs: dict[str, list[float | None]] = {key: [] for key in systems}
     for repetition in range(scenario.repetitions):
         order = list(systems)[:: -1 if repetition % 2 else 1]
         for key in order:
             wait()
-            runs[key].append(systems[key]())
+            try:
+                runs[key].append(systems[key]())
+            except Exception as exc:
+                if key == "folpipe":
+                    raise
+                print(f"# {scenario.name}: {key} failed: {exc!r:.300}", file=sys.stderr)
+                runs[key].append(None)
     return runs
 
 
-def _row(scenario: Scenario, runs: dict[str, list[float]], **extra: Any) -> Row:
-    best = {key: min(values) for key, values in runs.items()}
+def _row(scenario: Scenario, runs: dict[str, list[float | None]], note: str = "") -> Row:
+    done = {key: [v for v in values if v is not None] for key, values in runs.items()}
+    best = {key: min(values) for key, values in done.items() if values}
+    failed = [key for key, values in runs.items() if None in values]
+    if failed:
+        note = ", ".join([note, *(f"{k} failed {runs[k].count(None)}x" for k in failed)])
     baselines = {key: best[key] for key in scenario.compare if key in best}
     if "ideal" in scenario.compare and scenario.ideal_s is not None:
         baselines["ideal"] = scenario.ideal_s
-    return Row(scenario.name, scenario.title, best["folpipe"], baselines, runs, **extra)
+    return Row(scenario.name, scenario.title, best["folpipe"], baselines, runs, note.strip(", "))
 
 
 def run(scenario: Scenario, scratch: Path) -> Row:
@@ -86,7 +97,7 @@ def run(scenario: Scenario, scratch: Path) -> Row:
 def rerun(scenario: Scenario, scratch: Path) -> Row:
     """folpipe's cached re-run (nothing changed) beside its first run of the folder."""
     folder = build_folder(scenario, scratch / "folder")
-    runs: dict[str, list[float]] = {"folpipe": [], "first_run": []}
+    runs: dict[str, list[float | None]] = {"folpipe": [], "first_run": []}
     for _ in range(scenario.repetitions):
         measure.settle()
         runs["first_run"].append(measure.run_folpipe(folder, fresh=True)[0])
@@ -123,11 +134,13 @@ def load(scenario: Scenario, scratch: Path) -> Row:
     if diagnostics:
         raise RuntimeError(f"{scenario.name}: the folder does not validate: {diagnostics[:3]}")
     count = len(load_workflow(root).tasks())
-    runs: dict[str, list[float]] = {"folpipe": [], "floor": []}
+    runs: dict[str, list[float | None]] = {"folpipe": [], "floor": []}
     for _ in range(scenario.repetitions):
         runs["floor"].append(measure.timed(lambda: floor(root))[0])
         runs["folpipe"].append(measure.timed(lambda: load_workflow(root))[0])
-    median = {key: [statistics.median(values)] for key, values in runs.items()}
+    median: dict[str, list[float | None]] = {
+        key: [statistics.median(v for v in values if v is not None)] for key, values in runs.items()
+    }
     row = _row(scenario, median, note=f"{count} tasks, median of {scenario.repetitions}")
     row.runs = runs
     return row

@@ -30,8 +30,8 @@ class Row:
     folpipe_s: float
     baselines: dict[str, float] = field(default_factory=dict)
     """``ideal``, ``bare``, ``same_work``, or the scenario's other baseline."""
-    runs: dict[str, list[float]] = field(default_factory=dict)
-    """Every measured run, per system."""
+    runs: dict[str, list[float | None]] = field(default_factory=dict)
+    """Every measured run, per system (None: it failed)."""
     note: str = ""
 
     def ratios(self) -> str:
