@@ -109,6 +109,7 @@ def measure_all(chosen: list[table.Scenario], args: argparse.Namespace) -> int:
     """Run the scenarios against the chosen API and print the results table."""
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "ERROR")
+    os.environ.setdefault("PREFECT_CLIENT_MAX_RETRIES", "10")  # a busy server's 503s, retried
     measure.SETTLE.pause_s = args.settle if args.settle is not None else 1.0 if args.quick else 12.0
     measure.SETTLE.limit_s = 30.0 if args.quick else 180.0
     rows: list[report.Row] = []

@@ -80,6 +80,8 @@ def start(database_url: str | None = None) -> Server:
         PREFECT_API_DATABASE_CONNECTION_URL=database_url or f"sqlite+aiosqlite:///{database}",
         PREFECT_SERVER_LOGGING_LEVEL="WARNING",
     )
+    for name in ("PREFECT_SERVER_DATABASE_TIMEOUT", "PREFECT_SERVER_DATABASE_CONNECTION_TIMEOUT"):
+        env.setdefault(name, "60")  # a loaded machine: wait for the database, not answer 503
     log = home / "server.log"
     began = time.monotonic()
     with log.open("wb") as handle:
