@@ -2,7 +2,7 @@
 prefect_folpipe beside the hand-written Prefect flows of the same shape and the ideal.
 
     python -m benchmarks                      # every scenario, on a SQLite `prefect server`
-    python -m benchmarks --quick              # small shapes, one repetition: about a minute
+    python -m benchmarks --quick              # small shapes, one repetition: a minute or two
     python -m benchmarks --only chain,parallel_leaves --server postgres
     python -m benchmarks --list | --dry-run   # the table; build and validate the folders only
 """
