@@ -120,6 +120,8 @@ def _check(scenario: Scenario) -> None:
     for role in ("bare", "same_work"):
         if role in scenario.compare and getattr(scenario.shape, role) is None:
             raise TableError(f"{scenario.name}: its shape has no {role} flow")
+    if scenario.warm_up and scenario.shape.bare is None:
+        raise TableError(f"{scenario.name}: warm_up runs the bare flow, and its shape has none")
 
 
 def check_functions(scenarios: dict[str, Scenario]) -> None:
