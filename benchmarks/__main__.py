@@ -66,10 +66,11 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def dry_run(chosen: list[table.Scenario]) -> int:
-    """Resolve every function named and build and validate every folder; run nothing."""
+    """Check every function named and build and validate every folder; run nothing (and
+    import no Prefect)."""
     from prefect_folpipe.validate import validate_workflow
 
-    table.check_functions({s.name: s for s in chosen})
+    table.check_names({s.name: s for s in chosen})
     failed = 0
     with tempfile.TemporaryDirectory(prefix="folpipe-bench-") as scratch:
         for scenario in chosen:

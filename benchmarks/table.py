@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -122,6 +123,22 @@ def _check(scenario: Scenario) -> None:
             raise TableError(f"{scenario.name}: its shape has no {role} flow")
     if scenario.warm_up and scenario.shape.bare is None:
         raise TableError(f"{scenario.name}: warm_up runs the bare flow, and its shape has none")
+
+
+def check_names(scenarios: dict[str, Scenario]) -> None:
+    """Check, without importing anything, that every function the scenarios name is defined
+    at the top of its module."""
+    defined: dict[str, set[str]] = {}
+    for module in MODULES:
+        tree = ast.parse(Path(__file__).with_name(f"{module}.py").read_text(encoding="utf-8"))
+        kinds = (ast.FunctionDef, ast.AsyncFunctionDef)
+        defined[module] = {node.name for node in tree.body if isinstance(node, kinds)}
+    for scenario in scenarios.values():
+        for role in ("folder", "bare", "same_work"):
+            dotted = getattr(scenario.shape, role)
+            module, _, function = (dotted or "").partition(".")
+            if dotted is not None and function not in defined.get(module, set()):
+                raise TableError(f"{scenario.name}: {role} {dotted!r} is not defined")
 
 
 def check_functions(scenarios: dict[str, Scenario]) -> None:

@@ -17,7 +17,7 @@ def test_every_scenario_names_existing_builders(quick: bool) -> None:
     assert {"parallel_leaves", "chain", "branches", "chain_rerun", "tree", "group"} <= set(
         scenarios
     )
-    table.check_functions(scenarios)  # raises TableError on a missing function
+    table.check_names(scenarios)  # raises TableError on a missing function (imports nothing)
     for scenario in scenarios.values():
         assert set(scenario.compare) <= set(table.KINDS[scenario.kind]), scenario.name
         assert "{" not in scenario.title, scenario.title
@@ -42,8 +42,11 @@ def test_a_bad_table_is_refused(tmp_path: Path) -> None:
         "shapes:\n  one: {folder: os.system}\nscenarios:\n  x: {title: t, kind: cli, "
         "command: validate, shape: one}\n"
     )
+    with pytest.raises(table.TableError, match="not defined"):
+        table.check_names(table.load(path=bad))
     with pytest.raises(table.TableError, match=r"module\.function"):
-        table.check_functions(table.load(path=bad))
+        table.resolve("os.system")
+    assert callable(table.resolve("workflows.one_task"))
 
 
 def test_smallest_scenario_dry_run(capsys: pytest.CaptureFixture[str]) -> None:
