@@ -39,9 +39,13 @@ class Server:
     startup_s: float = 0.0
 
     def stop(self) -> None:
-        """SIGTERM the server's process group, SIGKILL if it lingers; idempotent."""
-        if self.process.poll() is not None:
-            return
+        """SIGTERM the server's process group, SIGKILL if it lingers, remove its home;
+        idempotent."""
+        if self.process.poll() is None:
+            self._terminate()
+        shutil.rmtree(self.home, ignore_errors=True)
+
+    def _terminate(self) -> None:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.process.pid, signal.SIGTERM)
         try:
