@@ -3,11 +3,11 @@ group (1 s latency), with OpenTelemetry export on (OTLP/HTTP to a local receiver
 
 A tracer provider is global to its process, so each measurement is a process of its own: a
 child with its own ephemeral Prefect server runs a warm-up, then the chain and the group
-(``SETTLE_S`` apart, as ``run_benchmarks.py`` does), with or without
+(``SETTLE_S`` apart), with or without
 ``OTEL_EXPORTER_OTLP_ENDPOINT``. The receiver, in this process, answers every export and counts
 the spans' bytes; the run's time includes the flush of its spans at its end.
 
-    .venv/bin/python benchmarks/otel_cost.py --repeat 2
+    .venv/bin/python -m benchmarks.otel_cost --repeat 2
 """
 
 from __future__ import annotations
@@ -24,10 +24,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).parent))
-sys.path.insert(0, str(Path(__file__).parent.parent))
-
-import workflows
+from benchmarks import workflows
 
 SETTLE_S = float(os.environ.get("BENCH_SETTLE_S", "12"))
 
@@ -85,7 +82,8 @@ def measure(traced: bool, drain: Drain) -> dict[str, float]:
         if traced:
             env["OTEL_EXPORTER_OTLP_ENDPOINT"] = drain.endpoint
         done = subprocess.run(
-            [sys.executable, __file__, "--child", scratch],
+            [sys.executable, "-m", "benchmarks.otel_cost", "--child", scratch],
+            cwd=Path(__file__).parent.parent,
             env=env,
             capture_output=True,
             text=True,

@@ -1,13 +1,14 @@
-"""Generated benchmark trees unlike the project's own examples: other shapes, sizes, names and
-tools (issue 15). Every tree runs offline with the scripted provider it ships.
+"""Generated trees unlike the project's own examples: other shapes, sizes, names and tools.
+Every tree runs offline with the scripted provider it ships.
 
 * ``load_tree``: the loading benchmark's tree (1,000 tasks, each with a task.yaml with typed
   outputs and settings, an instructions.md and a one-tool tools.md);
 * ``wide_tree``: 10 branches x 99 leaves whose leaves call a tool before answering;
 * ``wide_group``: one parallel group of N leaves;
-* ``nested``: a chain of N branches, one inside the other;
 * ``random_tree``: a seeded random tree (execution types, skip_if, graphs, loops, passes
   around children, python/shell/reference tools, odd names) for behaviour tests.
+
+Self-contained (no imports from this package): tests import it to build trees.
 """
 
 from __future__ import annotations
@@ -99,7 +100,7 @@ def _leaf_yaml(index: int, *, outputs: bool = True) -> dict[str, Any]:
 
 
 def load_tree(root: Path, branches: int = 10, leaves: int = 99) -> Path:
-    """The tree of issue 15 point 1: a root, ``branches`` branches of ``leaves`` leaves (1,000
+    """The loading benchmark's tree: a root, ``branches`` branches of ``leaves`` leaves (1,000
     tasks by default with the root excluded), each task with a task.yaml (settings, typed
     outputs), an instructions.md and a one-tool tools.md (a python tool)."""
     files: dict[str, Any] = {
@@ -130,7 +131,7 @@ def load_tree(root: Path, branches: int = 10, leaves: int = 99) -> Path:
 def wide_tree(
     root: Path, branches: int = 10, leaves: int = 99, latency: float = 0.0, tool: str = "python"
 ) -> Path:
-    """Issue 15 point 3: ``branches`` parallel branches x ``leaves`` parallel leaves; every leaf
+    """``branches`` parallel branches x ``leaves`` parallel leaves; every leaf
     calls its tool once (``python`` or ``shell``) and then answers."""
     tools_md = python_tool("probe", "Probe.") if tool == "python" else shell_tool("probe")
     arguments = {"query": "prefect"}
@@ -152,27 +153,13 @@ def wide_tree(
 
 
 def wide_group(root: Path, count: int = 500, latency: float = 0.0) -> Path:
-    """Issue 15 point 3: one parallel group of ``count`` leaves."""
+    """One parallel group of ``count`` leaves."""
     files: dict[str, Any] = {
         "task.yaml": _scripted_root("wide-group", settings={"parallel_workers": count}),
         "replies.yaml": {"default": "ok", "latency_s": latency},
     }
     for i in range(count):
         files[f"subtasks/{i:04d}_{WORDS[i % len(WORDS)]}_{i}/instructions.md"] = f"Item {i}.\n"
-    return write_tree(root, files)
-
-
-def nested(root: Path, depth: int = 200) -> Path:
-    """A chain of ``depth`` branches, each the only child of the one above, a leaf at the
-    bottom (issue 11 point 7: must run)."""
-    files: dict[str, Any] = {
-        "task.yaml": _scripted_root("nested"),
-        "replies.yaml": {"default": "ok"},
-    }
-    folder = ""
-    for level in range(depth):
-        folder += f"subtasks/l{level}/"
-    files[f"{folder}instructions.md"] = "The bottom.\n"
     return write_tree(root, files)
 
 
