@@ -6,19 +6,16 @@ restore as one Cached task run whose artifact names every task and its checkpoin
 from __future__ import annotations
 
 import asyncio
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
 from records import recorded_task_runs
 
+from benchmarks import trees  # the benchmarks' tree generator
 from prefect_folpipe.compile.options import RunOptions
 
 pytestmark = pytest.mark.prefect
 
-sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
-import trees  # noqa: E402  (the benchmark tree generator)
 
 PROBE = trees.python_tool("probe", "Probe.")
 
