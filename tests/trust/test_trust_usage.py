@@ -53,8 +53,8 @@ async def test_a_call_refused_by_its_own_config_is_not_a_model_call() -> None:
 
 
 @pytest.mark.prefect
-def test_retried_and_failed_attempts_are_reported(workflow_around, run) -> None:
-    wf = workflow_around(
+def test_retried_and_failed_attempts_are_reported(make_workflow, run) -> None:
+    wf = make_workflow(
         {
             "task.yaml": {"settings": {"retry_delay_seconds": 0}},
             "subtasks/flaky/instructions.md": "Go.",
@@ -98,13 +98,13 @@ def openai_wire() -> Iterator[OpenAIWire]:
 
 @pytest.mark.prefect
 def test_real_sdk_errors_count_as_model_calls(
-    workflow_around, run, openai_wire: OpenAIWire, monkeypatch: pytest.MonkeyPatch
+    make_workflow, run, openai_wire: OpenAIWire, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("FOLPIPE_TEST_KEY", "sk-test-usage-0123456789")
     openai_wire.add(
         Failure(500, "overloaded"), Failure(429, "slow down"), Reply("ok", usage=(10, 5, 0, 0))
     )
-    wf: Path = workflow_around(
+    wf: Path = make_workflow(
         {
             "task.yaml": {
                 "providers": {

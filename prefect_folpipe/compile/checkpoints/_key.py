@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ..._process.stored import DamagedEntry, load_stored
 from ...errors import ConfigError
 
 KEY_ENV = "FOLPIPE_STORE_KEY"
@@ -166,13 +167,18 @@ def seal(kind: str, binding: str, data: bytes) -> bytes:
     return body[:-1] + (b"," if value else b"") + field + b"}"
 
 
+class DamagedSeal(ForgedEntry):
+    """An entry that is not JSON within the stores' bounds: damage rather than a forgery."""
+
+
 def unseal(kind: str, binding: str, data: bytes) -> bytes:
-    """The entry without its tag, as canonical JSON; ``ForgedEntry`` when it is not a JSON
-    object or its tag is missing or wrong."""
+    """The entry without its tag, as canonical JSON; ``DamagedSeal`` when it is not JSON
+    within the stores' bounds, ``ForgedEntry`` when it is not a JSON object or its tag is
+    missing or wrong."""
     try:
-        value = json.loads(data)
-    except (ValueError, RecursionError):
-        raise ForgedEntry("it is not JSON") from None
+        value = load_stored(data)
+    except DamagedEntry as exc:  # not JSON within bounds: reported as damage (FP527)
+        raise DamagedSeal(str(exc)) from None
     if not isinstance(value, dict):
         raise ForgedEntry("it is not a JSON object")
     return verified(kind, binding, value)

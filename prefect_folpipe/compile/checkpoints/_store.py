@@ -25,7 +25,7 @@ from ...agent.journal import Journal
 from ...workflow.tree import Task
 from ..shared import RunSpec
 from ._events import forged, unsaved
-from ._key import ForgedEntry, seal, unseal
+from ._key import DamagedSeal, ForgedEntry, seal, unseal
 
 LOG = logging.getLogger("prefect_folpipe.compile")
 
@@ -52,6 +52,16 @@ class StorageFiles:
             return None
         try:
             return unseal(_kind(key), key, data)
+        except DamagedSeal as exc:
+            LOG.warning(
+                "[%s] ignoring %s entry %s: %s; %s",
+                DAMAGED,
+                _kind(key),
+                key,
+                exc,
+                _CONSEQUENCE[_kind(key)],
+            )
+            return None
         except ForgedEntry as exc:
             forged(_kind(key), key, str(exc), _CONSEQUENCE[_kind(key)], task or self.task)
             return None
