@@ -116,7 +116,7 @@ def _enospc(*_args: Any, **_kwargs: Any) -> None:
 
 def test_failing_checkpoint_and_journal_writes_in_process(make_workflow, run, monkeypatch):
     """Without a small filesystem: the writes themselves raise ENOSPC."""
-    from prefect_folpipe.compile import checkpoints
+    from prefect_folpipe.compile.checkpoints import _files as checkpoints
     from prefect_folpipe.compile.checkpoints import _store as journal
 
     wf = make_workflow(
@@ -156,7 +156,7 @@ def test_failing_checkpoint_and_journal_writes_in_process(make_workflow, run, mo
 def test_a_lost_checkpoint_inside_a_branch_names_its_task(make_workflow, run, monkeypatch):
     """Prefect writes the checkpoints of a branch's tasks when the branch ends: the warning
     still names the task, and the run's locks are let go."""
-    from prefect_folpipe.compile import checkpoints
+    from prefect_folpipe.compile.checkpoints import _files as checkpoints
 
     wf = make_workflow(
         {

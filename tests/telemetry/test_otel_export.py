@@ -162,7 +162,7 @@ def test_a_run_exports_one_trace_of_genai_spans(cli_env, receiver, tmp_path):
     [hook] = [span for span in spans if span.name == "hook pre_run"]
     assert index[hook.parent_id]["gen_ai.agent.name"] == "fetch"
     [gate] = [span for span in spans if span.get("folpipe.operation") == "approval"]
-    assert gate["folpipe.approval.source"] == "preset" and run in ancestors(gate, index)
+    assert gate["folpipe.approval.source"] == "--approve" and run in ancestors(gate, index)
 
     for chat in chats:
         assert chat["gen_ai.provider.name"] == "scripted"
