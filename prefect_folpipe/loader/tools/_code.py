@@ -68,8 +68,26 @@ def load_tools_module(module_file: str | Path, *, digest: str | None = None) -> 
     path = Path(module_file)
     tools_dir = path.parent
     package = _package_for(tools_dir, digest or tools_dir_digest(tools_dir))
-    with agentflow_imports(), exits_refused(), printed_to(LOG, f"tools/{path.name}"):
+    with (
+        agentflow_imports(),
+        exits_refused(),
+        printed_to(LOG, f"tools/{path.name}"),
+        no_bytecode_written(),
+    ):
         return importlib.import_module(f"{package}.{path.stem}")
+
+
+@contextlib.contextmanager
+def no_bytecode_written() -> Iterator[None]:
+    """Import the author's modules without writing ``__pycache__`` into the workflow folder:
+    Python checks a cached file by the source's mtime (whole seconds) and size, so a module
+    edited within the second it was cached, at the same size, would load stale."""
+    before = sys.dont_write_bytecode
+    sys.dont_write_bytecode = True
+    try:
+        yield
+    finally:
+        sys.dont_write_bytecode = before
 
 
 def load_code_block(code: str, *, source_file: str, line: int) -> types.ModuleType:
