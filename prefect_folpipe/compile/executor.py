@@ -21,11 +21,16 @@ from prefect.utilities.annotations import allow_failure
 from .. import telemetry
 from ..errors import FolpipeError
 from ..plan import Plan
-from ..plan.contextops import ContextBox, child_context, describe_error, merge_delta
+from ..plan.contextops import (
+    ContextBox,
+    child_context,
+    describe_error,
+    merge_delta,
+    pass_parameters,
+)
 from ..plan.execution import ChildPolicy, Outcome, Scope, run_group
 from ..plan.failures import TaskTimedOut
 from ..workflow.context import ERRORS_KEY
-from ..workflow.names import pass_label
 from ..workflow.tree import Task
 from .approvals import ApprovalGates
 from .checkpoints import CheckpointLocks, Restorer, checkpoint_key_of, own_checkpoint
@@ -277,11 +282,7 @@ class LiveMode:
     ) -> Outcome:
         """One agent pass as a Prefect task run, on its task's runner."""
         runner = ex.runners.for_node(ex.plan.node(task.path))
-        parameters = {
-            "context": ContextBox(context),
-            "label": pass_label(scope.label(task.path), phase),
-            "scope": list(scope.iteration),
-        }
+        parameters = pass_parameters(context, scope, task.path, phase)
         key = checkpoint_key_of(ex.tasks.leaf_options(task, phase)[1], parameters)
         if key:
             own_checkpoint(task, key)

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..workflow.context import ENV_KEY, ERRORS_KEY
+from ..workflow.names import pass_label
 from ..workflow.tree import Task, Workflow
 
 
@@ -95,3 +96,13 @@ def describe_error(error: BaseException | str) -> str:
 def plain(value: Any) -> Any:
     """A JSON round trip: the final context is a plain JSON-serialisable dict."""
     return json.loads(json.dumps(value, default=repr))
+
+
+def pass_parameters(context: dict[str, Any], scope: Any, path: str, phase: str) -> dict[str, Any]:
+    """The parameters of one agent pass's task run: its input context (boxed), its run name
+    (``path[i]`` plus the phase) and its loop scope."""
+    return {
+        "context": ContextBox(context),
+        "label": pass_label(scope.label(path), phase),
+        "scope": list(scope.iteration),
+    }

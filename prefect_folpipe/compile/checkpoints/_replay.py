@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any
 from prefect import tags as prefect_tags
 
 from ... import telemetry
-from ...plan.contextops import ContextBox
+from ...plan.contextops import ContextBox, pass_parameters
 from ...plan.execution import Outcome, Scope
-from ...workflow.names import RESTORED_SUFFIX, pass_label, restored_tag
+from ...workflow.names import RESTORED_SUFFIX, restored_tag
 from ...workflow.tree import Task
 from ._restore import CheckpointReader, NotRestorable, RecordingTracker, RestoredPass
 
@@ -45,12 +45,8 @@ class ReplayMode:
         scope: Scope,
         wait_for: Sequence[Any],
     ) -> Outcome:
-        label = pass_label(scope.label(task.path), phase)
-        parameters = {
-            "context": ContextBox(context),
-            "label": label,
-            "scope": list(scope.iteration),
-        }
+        parameters = pass_parameters(context, scope, task.path, phase)
+        label = parameters["label"]
         _, options = ex.tasks.leaf_options(task, phase)
         hit = await self.reader.read(options, parameters, lambda: ex.tasks.leaf(task, phase))
         if hit is None:
