@@ -1,9 +1,13 @@
-"""Shared test setup: isolated Prefect home, no telemetry, one session-scoped Prefect harness
+"""Shared test setup: isolated Prefect home, no telemetry, one Prefect server per session
 (per pytest-xdist worker).
 
-Tests never reach the network. Prefect-bound tests use the ``prefect_harness`` fixture (one
-temporary server per test session); subprocess tests get ``cli_env``, which points them at that
-same server so no test process starts a server of its own.
+Tests never reach the network. Prefect-bound tests use the ``prefect_harness`` fixture (the
+session's server as the API of this process); subprocess tests get ``cli_env``, which points
+them at that same server so no test process starts a server of its own. The deployment tests'
+``prefect_server`` (tests/deploy/conftest.py) is that same server too: ``worker_server``, one
+``prefect server start`` with every service (scheduler, pause expirations), started on first
+use. Tests that share it keep apart by name: each deployment test file has work pools and
+deployments of its own, and tests read runs back by flow run id.
 """
 
 from __future__ import annotations
@@ -52,20 +56,43 @@ def _signal_handlers_kept() -> Iterator[None]:
 
 
 @pytest.fixture(scope="session")
-def prefect_harness() -> Iterator[str]:
-    """Start one temporary Prefect server for the whole session; yields its API URL."""
-    from prefect.settings import PREFECT_API_URL
-    from prefect.testing.utilities import prefect_test_harness
+def worker_server() -> Iterator[Any]:
+    """The session's one ``prefect server start`` (SQLite in a temporary home, every service
+    on): a ``deploy.server.PrefectServer``, stopped with everything it spawned at the end."""
+    from deploy.server import start_server
 
-    with prefect_test_harness(server_startup_timeout=120):
-        url = PREFECT_API_URL.value()
+    server = start_server()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def prefect_harness(worker_server: Any) -> Iterator[str]:
+    """The session's Prefect server as this process's API (settings and environment), as
+    Prefect's test harness sets it; yields its API URL."""
+    from contextlib import ExitStack
+
+    import prefect.context
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    url = worker_server.url
+    with ExitStack() as stack:
+        stack.enter_context(temporary_settings(updates={PREFECT_API_URL: url}))
+        # also for code in a context copied before (what prefect_test_harness does too)
+        stack.enter_context(
+            prefect.context._temporary_global_settings_context(
+                prefect.context.get_settings_context()
+            )
+        )
         os.environ["PREFECT_API_URL"] = url
         try:
             yield url
         finally:
             from prefect_folpipe.compile import flush_artifacts
 
-            flush_artifacts(60)  # the server stops with the harness: write what is queued
+            flush_artifacts(60)  # the server stops after the harness: write what is queued
             os.environ.pop("PREFECT_API_URL", None)
 
 

@@ -5,21 +5,25 @@
   ``slow`` itself (a test of a few seconds: subprocesses, property runs, an MCP server).
 * **Full suite**: everything. With ``--dist loadfile`` the heaviest files go first, so that no
   worker starts a long deployment test while the other has nothing left to do; the files
-  of ``SHARED_SCOPES`` run on one worker together (one PostgreSQL cluster per suite).
+  of ``SHARED_SCOPES`` run on one worker together (one PostgreSQL cluster per suite). A
+  file's weight is its measured time (``file_times.json``: seconds per file from a full
+  run's junit XML, files of a second or more); a file not in it is weighed by its tests.
 
 ``tests/conftest.py`` imports the hooks below.
 """
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 SLOW_FIXTURES = frozenset(
     {"prefect_harness", "cli_env", "prefect_server", "prefect_pg_server", "postgres", "seed_sdist"}
-    | {"folpipe_offline"}
+    | {"folpipe_offline", "worker_server"}
 )
 """Fixtures that start a real Prefect server (or a database, or fetch a package), or run the
 ``folpipe`` CLI in a process of its own."""
@@ -29,6 +33,12 @@ SHARED_SCOPES = {
     "tests/deploy/test_server_e2e.py": "postgres",
 }
 """Files that share one pytest-xdist work unit (and so one worker's session fixtures)."""
+
+
+MEASURED: dict[str, float] = json.loads(
+    (Path(__file__).parent / "file_times.json").read_text(encoding="utf-8")
+)
+"""Seconds per test file, measured (a refresh: sum the junit XML's test times by file)."""
 
 
 def _weight(item: pytest.Item) -> float:
@@ -54,7 +64,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     first: dict[str, int] = {}
     for index, item in enumerate(items):
         scope = scope_of(item.nodeid)
-        weights[scope] += _weight(item)
+        path = item.nodeid.split("::", 1)[0]
+        weights[scope] += _weight(item) if path not in MEASURED else 0.0
+        if scope not in first:
+            weights[scope] += sum(t for f, t in MEASURED.items() if scope_of(f) == scope)
         first.setdefault(scope, index)
     items.sort(key=lambda item: (-weights[scope_of(item.nodeid)], first[scope_of(item.nodeid)]))
 

@@ -1,6 +1,7 @@
 """Fixtures of the deployment tests: one real Prefect server per session and database.
 
-* ``prefect_server``: ``prefect server start`` on SQLite in a temporary PREFECT_HOME.
+* ``prefect_server``: ``prefect server start`` on SQLite in a temporary PREFECT_HOME (the
+  session's ``worker_server``, shared with the Prefect harness).
 * ``postgres``: a throwaway PostgreSQL cluster (see ``postgres.py``); skips loudly without one.
 * ``prefect_pg_server``: ``prefect server start`` backed by that PostgreSQL.
 
@@ -20,13 +21,11 @@ from .server import PrefectServer, start_server
 
 
 @pytest.fixture(scope="session")
-def prefect_server() -> Iterator[PrefectServer]:
-    """A ``prefect server start`` process (SQLite, temp home); stopped with all its workers."""
-    server = start_server()
-    try:
-        yield server
-    finally:
-        server.stop()
+def prefect_server(worker_server: PrefectServer) -> PrefectServer:
+    """A ``prefect server start`` process (SQLite, temp home); stopped with all its workers.
+    The session's one server (``worker_server``, tests/conftest.py), which the Prefect
+    harness of in-process runs uses too."""
+    return worker_server
 
 
 @pytest.fixture(scope="session")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 import shutil
 import subprocess
 import time
@@ -18,7 +17,6 @@ from prefect_folpipe.workflow.names import restored_paths
 from .server import PREFECT, PrefectServer, stop_process_group
 
 REPORT = Path(__file__).parent.parent / "fixtures" / "deploy" / "report"
-RUN_ID = re.compile(r"flow-run/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})")
 T = TypeVar("T")
 
 
@@ -34,14 +32,77 @@ def copy_workflow(tmp_path: Path, name: str, source: Path = REPORT) -> Path:
     return target
 
 
+def cli_value(text: str) -> Any:
+    """A ``--param key=value`` value as Prefect's CLI reads it: JSON, else the plain string."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        if '"' in text:
+            raise
+        return text
+
+
 def trigger(server: PrefectServer, deployment: str, *params: str) -> UUID:
-    """``prefect deployment run`` and the id of the flow run it created."""
-    args = [PREFECT, "deployment", "run", deployment]
-    for param in params:
-        args += ["--param", param]
-    match = RUN_ID.search(ok(server.run(args)).stdout)
-    assert match, "no flow run id in `prefect deployment run` output"
-    return UUID(match.group(1))
+    """What ``prefect deployment run NAME --param k=v ...`` does, through the API in this
+    process (no CLI process to start): a flow run of the deployment, Scheduled for now, with
+    the parameters (an unknown one fails as the CLI refuses it); its id."""
+    from prefect.states import Scheduled
+
+    parameters = {key: cli_value(value) for key, _, value in (p.partition("=") for p in params)}
+
+    async def create(client: Any) -> UUID:
+        found = await client.read_deployment_by_name(deployment)
+        schema = found.parameter_openapi_schema or {}
+        unknown = set(parameters) - set(schema.get("properties", {}))
+        assert not unknown, f"{deployment} has no parameters {sorted(unknown)}"
+        flow_run = await client.create_flow_run_from_deployment(
+            found.id, parameters=parameters, state=Scheduled()
+        )
+        return UUID(str(flow_run.id))
+
+    return with_client(server, create)
+
+
+def create_pool(server: PrefectServer, name: str, *, overwrite: bool = False) -> None:
+    """What ``prefect work-pool create NAME --type process`` does, through the API in this
+    process: a process work pool with Prefect's default job template."""
+    from prefect.client.schemas.actions import WorkPoolCreate
+    from prefect.workers.process import ProcessWorker
+
+    template = ProcessWorker.get_default_base_job_template()
+
+    async def create(client: Any) -> None:
+        pool = WorkPoolCreate(name=name, type="process", base_job_template=template)
+        await client.create_work_pool(work_pool=pool, overwrite=overwrite)
+
+    with_client(server, create)
+
+
+def wait_for_deployment(
+    server: PrefectServer,
+    name: str,
+    alive: Callable[[], None],
+    *,
+    polled: bool = False,
+    timeout: float = 120.0,
+) -> None:
+    """Poll the API until deployment ``name`` exists (``alive()`` asserts that what should
+    register it still runs); ``polled``: and until something polls it for runs (its status
+    Ready: a ``serve`` process has started its runner, not only registered it)."""
+    from prefect.exceptions import ObjectNotFound
+
+    async def exists(client: Any) -> bool:
+        try:
+            found = await client.read_deployment_by_name(name)
+        except ObjectNotFound:
+            return False
+        return not polled or str(getattr(found.status, "value", found.status)) == "READY"
+
+    deadline = time.monotonic() + timeout
+    while not with_client(server, exists):
+        alive()
+        assert time.monotonic() < deadline, f"{name} never registered"
+        time.sleep(0.2)
 
 
 def run_worker_once(server: PrefectServer, pool: str, log: Path, timeout: float = 300.0) -> None:
@@ -103,7 +164,7 @@ def task_run_states(
     deadline = time.monotonic() + 30
     found = expand_restored(with_client(server, read), names, tags)
     while not done(found) and time.monotonic() < deadline:
-        time.sleep(1)
+        time.sleep(0.25)
         found = expand_restored(with_client(server, read), names, tags)
     return found
 
@@ -146,7 +207,7 @@ def keep_first_scheduled_run(server: PrefectServer, deployment: str) -> UUID:
             runs = await client.read_flow_runs(deployment_filter=only)
             scheduled = [r for r in runs if r.auto_scheduled]
             if not scheduled:
-                await asyncio.sleep(1)
+                await asyncio.sleep(0.5)
         assert scheduled, f"{deployment}: no scheduled run within {SCHEDULER_WAIT_S} s"
         first = min(scheduled, key=lambda r: r.expected_start_time)
         while first.expected_start_time.timestamp() > time.time():

@@ -126,7 +126,7 @@ def wait_healthy(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
         with contextlib.suppress(httpx.HTTPError):
             if httpx.get(f"{url}/health", timeout=2.0).status_code == 200:
                 return
-        time.sleep(0.5)
+        time.sleep(0.2)
     raise RuntimeError(
         f"prefect server not healthy after {STARTUP_TIMEOUT_S}s:\n{log.read_text()[-3000:]}"
     )

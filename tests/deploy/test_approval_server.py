@@ -21,7 +21,7 @@ import pytest
 
 from prefect_folpipe.compile.report._runs import list_runs, resumable_run
 
-from .runs import expand_restored, ok, trigger, with_client
+from .runs import create_pool, expand_restored, ok, trigger, with_client
 from .server import FOLPIPE, PREFECT, PrefectServer, stop_process_group
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "deploy" / "approval"
@@ -59,7 +59,7 @@ def _wait_state(server: PrefectServer, flow_run_id: UUID, names: set[str], timeo
     deadline = time.monotonic() + timeout
     run = _flow_run(server, flow_run_id)
     while run.state.name not in names and time.monotonic() < deadline:
-        time.sleep(1)
+        time.sleep(0.25)
         run = _flow_run(server, flow_run_id)
     return run
 
@@ -111,7 +111,7 @@ def test_a_deployment_run_waits_for_approval_without_holding_a_worker(
     prefect_server: PrefectServer, tmp_path: Path
 ) -> None:
     server = prefect_server
-    ok(server.run([PREFECT, "work-pool", "create", POOL, "--type", "process"]))
+    create_pool(server, POOL)
     answered = tmp_path / "answered"
     shutil.copytree(FIXTURE, answered)
     unanswered = tmp_path / "unanswered"

@@ -18,6 +18,7 @@ import pytest
 
 from .runs import (
     copy_workflow,
+    create_pool,
     flow_run_states,
     ok,
     retry_like_the_ui,
@@ -25,7 +26,7 @@ from .runs import (
     task_run_states,
     trigger,
 )
-from .server import FOLPIPE, PREFECT, PrefectServer
+from .server import FOLPIPE, PrefectServer
 
 POOL = "folpipe-scope"
 DONE = {"research": "Completed", "write": "Completed"}
@@ -43,7 +44,7 @@ def test_deployment_runs_are_fresh_unless_they_opt_in(
     prefect_server: PrefectServer, tmp_path: Path
 ) -> None:
     server = prefect_server
-    ok(server.run([PREFECT, "work-pool", "create", POOL, "--type", "process"]))
+    create_pool(server, POOL)
     plain, opted, doomed = (copy_workflow(tmp_path, n) for n in ("plain", "opted", "doomed"))
     with (opted / "task.yaml").open("a") as handle:
         handle.write("\nsettings:\n  cache: {across_runs: true, ttl: 1d}\n")

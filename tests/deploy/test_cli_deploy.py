@@ -6,20 +6,19 @@ Bad input must end with a coded error and exit code 2, never a traceback.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
+from inprocess import folpipe_in_process
 
 from prefect_folpipe.deploy.dependencies import install_command
 from prefect_folpipe.errors import ConfigError
 
-from .server import FOLPIPE, PREFECT, PrefectServer, free_port, stop_process_group
-
-pytestmark = pytest.mark.slow  # the folpipe CLI in a subprocess, seconds each
+from .runs import create_pool
+from .server import FOLPIPE, PrefectServer, free_port, stop_process_group
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "deploy" / "report"
 
@@ -32,10 +31,22 @@ def report(tmp_path: Path) -> Path:
 
 
 def folpipe(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    base = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    """``folpipe ARGS`` without a Prefect API (or with the unreachable one of ``env``), in
+    this process: what the command prints and exits with."""
+    return folpipe_in_process(*args, api_url=(env or {}).get("PREFECT_API_URL"))
+
+
+def folpipe_process(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """``folpipe ARGS`` as a process of its own, against a real server: it loads the
+    folder's ``flow.py`` as ``prefect deploy`` would, in a fresh interpreter."""
     return subprocess.run(
-        [FOLPIPE, *args], capture_output=True, text=True, env=env or base, timeout=120, check=False
+        [FOLPIPE, *args], capture_output=True, text=True, env=env, timeout=120, check=False
     )
+
+
+def serving_alive(serving: subprocess.Popen[bytes], tmp_path: Path) -> None:
+    """``folpipe serve`` has not exited (else its log)."""
+    assert serving.poll() is None, (tmp_path / "serve.log").read_text()
 
 
 def assert_coded_error(done: subprocess.CompletedProcess[str], code: str) -> None:
@@ -74,7 +85,7 @@ def test_missing_folder_and_invalid_workflow(tmp_path: Path, report: Path) -> No
 
 
 def test_unreachable_api_is_fp616(report: Path) -> None:
-    env = dict(os.environ, PREFECT_API_URL=f"http://127.0.0.1:{free_port()}/api")
+    env = {"PREFECT_API_URL": f"http://127.0.0.1:{free_port()}/api"}
     assert_coded_error(folpipe("deploy", str(report), "--pool", "p", env=env), "FP616")
 
 
@@ -87,6 +98,7 @@ def test_errors_as_json(report: Path) -> None:
     assert payload["error"]["hint"]
 
 
+@pytest.mark.slow  # installs (already installed: no network needed)
 def test_install_deps_dry_run_and_real(report: Path) -> None:
     dry = folpipe("install-deps", str(report), "--dry-run", "--json")
     assert dry.returncode == 0, dry.stderr
@@ -121,14 +133,17 @@ def test_deploy_init_writes_a_prefect_project(report: Path) -> None:
 @pytest.mark.server
 def test_unknown_pool_and_broken_flow_file(prefect_server: PrefectServer, report: Path) -> None:
     env = prefect_server.env
-    assert_coded_error(folpipe("deploy", str(report), "--pool", "no-such-pool", env=env), "FP613")
-    create = [PREFECT, "work-pool", "create", "cli-pool", "--type", "process", "--overwrite"]
-    assert prefect_server.run(create).returncode == 0
-    scheduled = folpipe("deploy", str(report), "--pool", "cli-pool", "--interval", "60", env=env)
+    assert_coded_error(
+        folpipe_process("deploy", str(report), "--pool", "no-such-pool", env=env), "FP613"
+    )
+    create_pool(prefect_server, "cli-pool", overwrite=True)
+    scheduled = folpipe_process(
+        "deploy", str(report), "--pool", "cli-pool", "--interval", "60", env=env
+    )
     assert scheduled.returncode == 0, scheduled.stderr
     assert "  schedule: every 60 s\n" in scheduled.stdout  # as people write it, not a dict
     (report / "flow.py").write_text("raise RuntimeError('broken on purpose')\n")
-    done = folpipe("deploy", str(report), "--pool", "cli-pool", env=env)
+    done = folpipe_process("deploy", str(report), "--pool", "cli-pool", env=env)
     assert_coded_error(done, "FP619")
     assert "flow.py" in done.stderr
 
@@ -138,21 +153,18 @@ def test_unknown_pool_and_broken_flow_file(prefect_server: PrefectServer, report
 def test_serve_runs_a_workflow_without_a_work_pool(
     prefect_server: PrefectServer, report: Path, tmp_path: Path
 ) -> None:
-    from .runs import evidence, flow_run_states, trigger, with_client
+    from .runs import evidence, flow_run_states, trigger, wait_for_deployment, with_client
 
     server = prefect_server
     args = [FOLPIPE, "serve", str(report), "--generic", "--name", "served", "--param", "topic=eta"]
     serving = server.spawn(args, log=tmp_path / "serve.log")
     try:
         deadline = time.monotonic() + 120
-        while "folpipe-run/served" not in server.run([PREFECT, "deployment", "ls"]).stdout:
-            assert serving.poll() is None, (tmp_path / "serve.log").read_text()
-            assert time.monotonic() < deadline, "serve never registered its deployment"
-            time.sleep(1)
+        wait_for_deployment(server, "folpipe-run/served", lambda: serving_alive(serving, tmp_path))
         run_id = trigger(server, "folpipe-run/served")
         while flow_run_states(server, [run_id])[run_id] not in ("Completed", "Failed", "Crashed"):
             assert time.monotonic() < deadline + 120, (tmp_path / "serve.log").read_text()
-            time.sleep(1)
+            time.sleep(0.25)
     finally:
         stop_process_group(serving)
     assert flow_run_states(server, [run_id]) == {run_id: "Completed"}
@@ -172,25 +184,22 @@ def test_serve_never_takes_over_a_work_pool_deployment(
     """`folpipe deploy` (or `prefect deploy`) made report/research for a pool: serving that
     name is refused (FP624); serving by default registers report/report-serve, and stopping
     it pauses only that one."""
-    from .runs import with_client
+    from .runs import wait_for_deployment, with_client
 
     server = prefect_server
-    create = [PREFECT, "work-pool", "create", "serve-pool", "--type", "process", "--overwrite"]
-    assert server.run(create).returncode == 0
+    create_pool(server, "serve-pool", overwrite=True)
     deploy = ["deploy", str(report), "--name", "research", "--pool", "serve-pool"]
-    assert folpipe(*deploy, "--interval", "3600", env=server.env).returncode == 0
+    assert folpipe_process(*deploy, "--interval", "3600", env=server.env).returncode == 0
 
-    refused = folpipe("serve", str(report), "--name", "research", env=server.env)
+    refused = folpipe_process("serve", str(report), "--name", "research", env=server.env)
     assert_coded_error(refused, "FP624")
     assert "--name research-serve" in refused.stderr
 
     serving = server.spawn([FOLPIPE, "serve", str(report)], log=tmp_path / "serve.log")
     try:
-        deadline = time.monotonic() + 120
-        while "report/report-serve" not in server.run([PREFECT, "deployment", "ls"]).stdout:
-            assert serving.poll() is None, (tmp_path / "serve.log").read_text()
-            assert time.monotonic() < deadline, "serve never registered its deployment"
-            time.sleep(1)
+        wait_for_deployment(
+            server, "report/report-serve", lambda: serving_alive(serving, tmp_path), polled=True
+        )
     finally:
         stop_process_group(serving)
 

@@ -84,9 +84,11 @@ def probe_server(prefect_server: PrefectServer, tmp_path: Path) -> PrefectServer
         "FOLPIPE_PROBE_LOG": str(tmp_path / "probe.log"),
         "PREFECT_LOGGING_LEVEL": "WARNING",
     }
-    secret = f"Secret(value={SECRET_VALUE!r}).save({SECRET!r}, overwrite=True)"
-    save = f"from prefect.blocks.system import Secret; {secret}"
-    ok(prefect_server.run([sys.executable, "-c", save]))
+    from prefect.blocks.system import Secret
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    with temporary_settings(updates={PREFECT_API_URL: prefect_server.url}):
+        Secret(value=SECRET_VALUE).save(SECRET, overwrite=True)
     return PrefectServer(prefect_server.url, prefect_server.home, env, prefect_server.process)
 
 

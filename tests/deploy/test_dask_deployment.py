@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from .runs import flow_run_states, ok, run_worker_once, task_run_states, trigger
+from .runs import create_pool, flow_run_states, ok, run_worker_once, task_run_states, trigger
 from .server import PREFECT, PrefectServer
 
 EXAMPLE = Path(__file__).parent.parent.parent / "deployments" / "dask"
@@ -48,7 +48,7 @@ def test_the_dask_example_runs_its_passes_on_the_cluster(
     try:
         with distributed.Client(cluster) as client:
             worker_pids = set(client.run(os.getpid).values())
-        ok(server.run([PREFECT, "work-pool", "create", "dask", "--type", "process"]))
+        create_pool(server, "dask")
         address = {"FOLPIPE_DASK_ADDRESS": cluster.scheduler_address}  # read when deploying
         ok(server.run([PREFECT, "--no-prompt", "deploy", "--all"], cwd=folder, extra_env=address))
         run_id = trigger(server, "fanout/fanout", "topic=Dask on Prefect")

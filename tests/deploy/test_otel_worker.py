@@ -16,8 +16,8 @@ pytest.importorskip("opentelemetry.exporter.otlp.proto.http")
 from telemetry.receiver import otlp_receiver
 from telemetry.test_otel_export import SECRET, _files, ancestors, by_id, operation, write
 
-from .runs import ok, run_worker_once, trigger
-from .server import FOLPIPE, PREFECT, PrefectServer
+from .runs import create_pool, ok, run_worker_once, trigger
+from .server import FOLPIPE, PrefectServer
 
 pytestmark = [pytest.mark.server, pytest.mark.timeout(900)]
 
@@ -26,7 +26,7 @@ def test_a_deployment_run_on_a_worker_exports_its_trace(
     prefect_server: PrefectServer, tmp_path: Path
 ) -> None:
     pool = f"otel-{uuid.uuid4().hex[:6]}"
-    ok(prefect_server.run([PREFECT, "work-pool", "create", pool, "--type", "process"]))
+    create_pool(prefect_server, pool)
     wf = write(tmp_path / "traced", _files())
     args = [FOLPIPE, "deploy", str(wf), "--name", "otel", "--pool", pool, "--json"]
     deployed = json.loads(ok(prefect_server.run(args)).stdout)

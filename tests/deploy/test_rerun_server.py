@@ -11,6 +11,7 @@ import pytest
 
 from .runs import (
     copy_workflow,
+    create_pool,
     flow_run_states,
     ok,
     run_worker_once,
@@ -18,7 +19,7 @@ from .runs import (
     trigger,
     with_client,
 )
-from .server import FOLPIPE, PREFECT, PrefectServer
+from .server import FOLPIPE, PrefectServer
 
 POOL = "folpipe-rerun"
 DONE = {"research": "Completed", "write": "Completed"}
@@ -30,7 +31,7 @@ def test_a_deployment_run_re_run_from_a_task_through_the_api(
     prefect_server: PrefectServer, tmp_path: Path
 ) -> None:
     server = prefect_server
-    ok(server.run([PREFECT, "work-pool", "create", POOL, "--type", "process"]))
+    create_pool(server, POOL)
     folder = copy_workflow(tmp_path, "rerun")
     args = ["deploy", str(folder), "--name", "rerun", "--pool", POOL, "--param", "topic=again"]
     name = json.loads(ok(server.run([FOLPIPE, *args, "--json"])).stdout)["full_name"]

@@ -21,6 +21,7 @@ import pytest
 
 from .runs import (
     copy_workflow,
+    create_pool,
     evidence,
     flow_run_states,
     keep_first_scheduled_run,
@@ -41,7 +42,7 @@ def test_deploy_schedule_work_and_resume_on_a_real_server(
     prefect_pg_server: PrefectServer, tmp_path: Path
 ) -> None:
     server = prefect_pg_server
-    ok(server.run([PREFECT, "work-pool", "create", POOL, "--type", "process"]))
+    create_pool(server, POOL)
     via_api, resumable, generic = (copy_workflow(tmp_path, n) for n in ("api", "resume", "gen"))
 
     # 1. folpipe deploy through Prefect's API

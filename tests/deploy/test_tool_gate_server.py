@@ -15,8 +15,8 @@ import pytest
 
 from prefect_folpipe.compile.report._runs import list_runs
 
-from .runs import ok, run_worker_once, trigger, with_client
-from .server import FOLPIPE, PREFECT, PrefectServer
+from .runs import create_pool, ok, run_worker_once, trigger, with_client
+from .server import FOLPIPE, PrefectServer
 
 POOL = "folpipe-tool-gate"
 pytestmark = [pytest.mark.server, pytest.mark.timeout(900)]
@@ -74,7 +74,7 @@ def _state(server: PrefectServer, flow_run_id: UUID, names: set[str], timeout: f
     deadline = time.monotonic() + timeout
     run = with_client(server, read)
     while run.state.name not in names and time.monotonic() < deadline:
-        time.sleep(1)
+        time.sleep(0.25)
         run = with_client(server, read)
     return run
 
@@ -84,7 +84,7 @@ def test_a_tool_gate_suspends_mid_conversation_and_resumes_without_paying_again(
 ) -> None:
     server = prefect_server
     folder = _folder(tmp_path / "shipit")
-    ok(server.run([PREFECT, "work-pool", "create", POOL, "--type", "process"]))
+    create_pool(server, POOL)
     ok(server.run([FOLPIPE, "deploy", str(folder), "--name", "gate", "--pool", POOL]))
     flow_run_id = trigger(server, "shipit/gate")
     run_worker_once(server, POOL, tmp_path / "worker-1.log")
