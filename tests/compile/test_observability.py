@@ -113,13 +113,20 @@ def test_markdown_artifact_per_task_and_a_summary_table(make_workflow, run):
 
 async def _subflow_runs(parent_flow_run_id: str, names: list[str]) -> list[Any]:
     from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterName
+    from prefect.client.schemas.filters import (
+        FlowRunFilter,
+        FlowRunFilterName,
+        FlowRunFilterParentFlowRunId,
+    )
 
+    mine = FlowRunFilterParentFlowRunId(any_=[parent_flow_run_id])  # not another test's runs
     async with get_client() as client:
         deadline = time.monotonic() + 60
         while True:
             runs = await client.read_flow_runs(
-                flow_run_filter=FlowRunFilter(name=FlowRunFilterName(any_=names))
+                flow_run_filter=FlowRunFilter(
+                    name=FlowRunFilterName(any_=names), parent_flow_run_id=mine
+                )
             )
             runs = [r for r in runs if r.parent_task_run_id is not None]
             if len(runs) >= len(names) or time.monotonic() > deadline:
