@@ -20,6 +20,8 @@ from prefect_folpipe.errors import ConfigError
 from .runs import create_pool
 from .server import FOLPIPE, PrefectServer, free_port, stop_process_group
 
+pytestmark = pytest.mark.slow  # deploys, installs, imports Prefect: seconds each
+
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "deploy" / "report"
 
 
@@ -98,7 +100,6 @@ def test_errors_as_json(report: Path) -> None:
     assert payload["error"]["hint"]
 
 
-@pytest.mark.slow  # installs (already installed: no network needed)
 def test_install_deps_dry_run_and_real(report: Path) -> None:
     dry = folpipe("install-deps", str(report), "--dry-run", "--json")
     assert dry.returncode == 0, dry.stderr
