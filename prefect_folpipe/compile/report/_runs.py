@@ -101,7 +101,11 @@ class RunRecord:
         context: Mapping[str, Any] | None,
         options: RunOptions,
         flow_run_id: str | None,
+        *,
+        rerun_id: str = "",
     ) -> RunRecord:
+        """Record a run as it starts; ``rerun_id``: what keys its ``--from`` passes (a
+        resume of it continues them)."""
         now = _now()
         data = {
             "status": "running",  # first: a reader can tell a record's status from its start
@@ -116,6 +120,8 @@ class RunRecord:
             "reuse_checkpoints": options.across_runs,
             "lineage": options.lineage or flow_run_id,
             "resumed_from": options.resumed_from,
+            "rerun_from": list(options.rerun_from),
+            "rerun_id": rerun_id or None,
             "resumed_by": None,
             "error": None,
             "tasks": [],
