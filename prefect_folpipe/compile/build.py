@@ -31,7 +31,7 @@ from ..workflow.names import slug
 from ..workflow.sdks import check_sdks
 from ..workflow.tree import Task, Workflow
 from .approvals import ApprovalGates
-from .checkpoints import CheckpointLocks, Restorer, StoreEvents, collecting, local_folder, store_key
+from .checkpoints import Restorer, StoreEvents, checkpoint_locks, collecting, store_key
 from .checkpoints import current as current_events
 from .executor import LOG, LiveMode, TreeExecutor
 from .history import keep as keep_history
@@ -79,7 +79,7 @@ class WorkflowRun:
             storage=options.storage_for(workflow.root_dir),
             workflow_name=workflow.name,
         )
-        self.live = LiveMode(CheckpointLocks(local_folder(self.tasks.storage)))
+        self.live = LiveMode(checkpoint_locks(self.tasks.storage))
         self.executor = TreeExecutor(
             self.plan,
             self.tasks,
