@@ -42,6 +42,7 @@ def command(
     """Show what a run of PATH would do: order, checkpoints, skips, cost (no model call)."""
     from ..compile.options import RunOptions
     from ..compile.shared import manifest_dir, override_of, provider_salt
+    from ..compile.storekey import unseal
     from ..plan import Settings, preview
     from ..validate import load_workflow
     from .run import parse_context
@@ -58,6 +59,7 @@ def command(
             salt=lambda task: provider_salt(task, override, workflow),
             fresh=fresh,
             offline=override is not None and override.name in ("scripted", "replay"),
+            unseal=unseal,
         )
         if rerun_from:
             from ..compile.rerun import covers, rerun_passes, resolve_targets

@@ -116,6 +116,16 @@ def resume_through_api(run: Any, *, watch: bool, as_json: bool) -> int:
     return code
 
 
+def rerun_of(record: dict[str, Any]) -> tuple[tuple[str, ...], str | None]:
+    """The ``--from`` tasks of a recorded run and what keyed its re-run passes: a resume of
+    it asks the same tasks again and replays what those passes already paid for."""
+    names = record.get("rerun_from")
+    if not isinstance(names, list) or not names:
+        return (), None
+    rerun_id = record.get("rerun_id")
+    return tuple(str(name) for name in names), rerun_id if isinstance(rerun_id, str) else None
+
+
 def describe(record: dict[str, Any]) -> str:
     """One line naming the run ``resume`` took and what did not finish in it."""
     done = ("completed", "cached", "skipped")
@@ -123,9 +133,11 @@ def describe(record: dict[str, Any]) -> str:
         t["path"] for t in record.get("tasks", []) if t.get("path") and t.get("status") not in done
     ]
     when = record.get("started_at") or record.get("finished_at") or "?"
+    names, _ = rerun_of(record)
+    rerun = f", a re-run from {', '.join(names)}" if names else ""
     line = (
         f"resuming run {record.get('flow_run_id') or Path(record['file']).stem} "
-        f"(started {when}, {record.get('status')})"
+        f"(started {when}, {record.get('status')}{rerun})"
     )
     if record.get("error"):
         line += f": {record['error']}"
@@ -173,4 +185,5 @@ def command(
     options.lineage = record.get("lineage") or record.get("flow_run_id")
     options.across_runs = record.get("reuse_checkpoints")
     options.resumed_from = Path(record["file"]).name
+    options.rerun_from, options.rerun_id = rerun_of(record)
     raise click.exceptions.Exit(execute(workflow, record.get("context") or {}, options, as_json))

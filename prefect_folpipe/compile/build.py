@@ -31,7 +31,7 @@ from ..workflow.names import slug
 from ..workflow.sdks import check_sdks
 from ..workflow.tree import Task, Workflow
 from .approvals import ApprovalGates
-from .checkpoints import CheckpointLocks, Restorer, StoreEvents, collecting, local_folder, store_key
+from .checkpoints import Restorer, StoreEvents, checkpoint_locks, collecting, store_key
 from .checkpoints import current as current_events
 from .executor import LOG, LiveMode, TreeExecutor
 from .history import keep as keep_history
@@ -79,7 +79,7 @@ class WorkflowRun:
             storage=options.storage_for(workflow.root_dir),
             workflow_name=workflow.name,
         )
-        self.live = LiveMode(CheckpointLocks(local_folder(self.tasks.storage)))
+        self.live = LiveMode(checkpoint_locks(self.tasks.storage))
         self.executor = TreeExecutor(
             self.plan,
             self.tasks,
@@ -127,7 +127,9 @@ class WorkflowRun:
 def checkpoint_scope(options: RunOptions, rerun: frozenset[str] = frozenset()) -> CheckpointScope:
     """How far this run's checkpoints reach (``compile.scope``): its lineage is the current
     flow run (a UI Retry keeps it), or the run ``folpipe resume`` continues; ``rerun``: the
-    passes ``--from`` asks again (``compile.rerun``), keyed on this flow run."""
+    passes ``--from`` asks again (``compile.rerun``), keyed on the ``--from`` run that asked
+    (this flow run, or the one a resume continues: ``options.rerun_id``), so a resumed
+    ``--from`` run replays what its re-run passes already paid for."""
     context = FlowRunContext.get()
     flow_run = context.flow_run if context is not None else None
     own = str(flow_run.id) if flow_run is not None else uuid.uuid4().hex
@@ -137,7 +139,7 @@ def checkpoint_scope(options: RunOptions, rerun: frozenset[str] = frozenset()) -
         across_runs=options.across_runs,
         fresh=options.fresh,
         rerun=rerun,
-        rerun_id=own if rerun else "",
+        rerun_id=(options.rerun_id or own) if rerun else "",
     )
 
 
@@ -237,7 +239,9 @@ async def _run_root(
     run = WorkflowRun(workflow, options, plan)
     run.spec = replace(run.spec, trace=trace)  # the leaves continue the run's trace
     flow_run_id, _ = await asyncio.gather(_tag_flow_run(run.tags.of()), run.tags.read_limits())
-    record = await _start_record(workflow, context, options, flow_run_id)
+    record = await _start_record(
+        workflow, context, options, flow_run_id, run.spec.checkpoints.rerun_id
+    )
     if record is not None:
         record.follow(run.tracker)
         if trace:  # a resume of this run links its trace to this one
@@ -290,13 +294,14 @@ async def _start_record(
     context: Mapping[str, Any] | None,
     options: RunOptions,
     flow_run_id: str | None,
+    rerun_id: str = "",
 ) -> RunRecord | None:
     """Mark runs that died with their process ``Crashed``, then record this one as it starts
-    (``run-task`` keeps no record)."""
+    (``run-task`` keeps no record); ``rerun_id``: what keys its ``--from`` passes."""
     if not options.keep_run_record or options.only:
         return None
     await settle_crashed_runs(workflow.root_dir)
-    return RunRecord.start(workflow, context, options, flow_run_id)
+    return RunRecord.start(workflow, context, options, flow_run_id, rerun_id=rerun_id)
 
 
 def _result(

@@ -33,7 +33,7 @@ from ..plan.failures import TaskTimedOut
 from ..workflow.context import ERRORS_KEY
 from ..workflow.tree import Task
 from .approvals import ApprovalGates
-from .checkpoints import CheckpointLocks, Restorer, checkpoint_key_of, own_checkpoint
+from .checkpoints import BlockLocks, CheckpointLocks, Restorer, checkpoint_key_of, own_checkpoint
 from .infra import SETTLE
 from .report import RunTracker
 from .runner import Runners
@@ -264,10 +264,10 @@ class TreeExecutor:
 class LiveMode:
     """Passes and branches as Prefect task runs (or subflow runs), gates asked for real."""
 
-    def __init__(self, locks: CheckpointLocks | None = None) -> None:
+    def __init__(self, locks: CheckpointLocks | BlockLocks | None = None) -> None:
         self.gates: ApprovalGates | None = None
         """The run's approval gates (set when the run starts)."""
-        self.locks = locks or CheckpointLocks(None)
+        self.locks: CheckpointLocks | BlockLocks = locks or CheckpointLocks(None)
         """Locks beside the checkpoints this run is making (``compile.checkpointlock``): a
         concurrent run of the same folder waits for a pass this run is making."""
 

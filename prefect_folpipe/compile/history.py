@@ -11,7 +11,8 @@ run record, and each agent pass's conversation beside it.
   re-run cost and what the restored tasks saved (their usage in the run that made them).
 
 Everything written is masked through the redaction registry, the workflow's folder written as
-``<workflow>``; the files are owner-only, like the checkpoints.
+``<workflow>``; the files are owner-only, like the checkpoints, and signed like the run
+records (one that fails the check is left out, FP540).
 """
 
 from __future__ import annotations
@@ -26,9 +27,12 @@ from typing import Any
 from .._process.wording import plural
 from ..providers.replay import Normalizer
 from ..workflow.tree import Task, Workflow
-from .report import RunResult, list_runs, read_record, runs_dir
+from .report import RunResult, list_runs, read_record, runs_dir, signed
+from .storekey import StoreKeyError
 
 PASSES_DIR = "passes"
+PASSES_KIND = "run passes"
+"""What a passes file's tag says it is: signed like its run record (``compile.report``)."""
 
 
 def pass_entry(task: Task, phase: str, scope: Sequence[int] | None, outcome: Any) -> dict:
@@ -83,7 +87,9 @@ def keep(record: Any, workflow: Workflow, result: RunResult, passes: list[dict])
     record.save()
     if passes:
         data = {"run": record.name, "passes": normal.data(passes)}
-        write_private(passes_file(workflow.root_dir, record.name), data)
+        file = passes_file(workflow.root_dir, record.name)
+        with contextlib.suppress(StoreKeyError):  # no key: the run says so (FP542)
+            write_private(file, signed(PASSES_KIND, file.name, data))
     prune_passes(Path(workflow.root_dir))
 
 
@@ -112,7 +118,7 @@ def write_private(path: Path, data: Any) -> None:
 
 
 def read_passes(root_dir: Path, record_name: str) -> list[dict[str, Any]]:
-    data = read_record(passes_file(root_dir, record_name))
+    data = read_record(passes_file(root_dir, record_name), kind=PASSES_KIND)
     passes = data.get("passes") if data else None
     return [p for p in passes if isinstance(p, dict)] if isinstance(passes, list) else []
 

@@ -35,6 +35,7 @@ from .passes import PassRuntime, Payload, check_serialisable, payload_of
 from .report import WRITER, CoalescedLog
 from .retry import prefect_retry_delay, retry_on_of, should_retry
 from .shared import RunSpec
+from .storekey import seal
 from .tags import tag_task_run
 
 
@@ -219,6 +220,7 @@ def record_pass(
         key=key,
         parts=key_parts(task, context, phase=phase, salt=salt),
         delta=payload.get("delta") or {},
+        seal=seal,
     )
 
 

@@ -39,6 +39,10 @@ class RunOptions:
     the rest from checkpoints (``compile.rerun``)."""
     lineage: str | None = None
     """Continue the checkpoint lineage of this flow run id (``folpipe resume``)."""
+    rerun_id: str | None = None
+    """The ``--from`` run whose re-run passes this run continues (``folpipe resume`` of a
+    ``--from`` run): it replays what that run's re-run passes paid for. ``None``: a new
+    ``--from`` run, its re-run passes keyed on this run."""
     record: Path | None = None
     result_storage: Any = None
     artifacts: ArtifactLevel | None = None

@@ -115,6 +115,7 @@ def check_restorable(
     runs) are not checked: their lineage's checkpoints, if any, are found by the run."""
     from ..plan import Settings, preview
     from .shared import manifest_dir, override_of, provider_salt
+    from .storekey import unseal
 
     override = override_of(options)
     storage = options.storage_for(workflow.root_dir)
@@ -123,6 +124,7 @@ def check_restorable(
         results=storage if isinstance(storage, Path) else None,
         salt=lambda task: provider_salt(task, override, workflow),
         rerun=lambda path, phase: covers(passes, path, phase),
+        unseal=unseal,
     )
     missing: list[str] = []
     for step in preview(workflow, context, settings).steps:

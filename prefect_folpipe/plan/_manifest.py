@@ -6,7 +6,14 @@ the key, a hash of each part the key covers (each own file, the instructions as 
 task's config, each tool, the provider settings and override, each input key), and the pass's
 output (``delta``). ``folpipe plan`` compares the parts of the key a run would use now with the
 last manifest, to say *why* a task would not come from its checkpoint ("instructions.md
-changed", "input 'topic' changed"), and reads the outputs of tasks that would come from one.
+changed", "input 'topic' changed"), and reads the outputs of tasks that would come from one
+(and so does ``--from``, to find the tasks it can restore).
+
+A manifest is signed like the result store's entries (the run hands in ``seal`` and
+``unseal``: ``compile.storekey``, its key and HMAC), bound to the pass it describes (its file
+name: task, phase, iteration), with the checkpoint key inside the signed part. One that fails
+the check (edited, copied from another pass, unsigned: written by hand or by an older
+folpipe) is treated as missing, with one FP540 warning naming it.
 """
 
 from __future__ import annotations
@@ -14,8 +21,9 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import logging
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +34,14 @@ from ..workflow.names import slug
 from ..workflow.tree import Task
 from ._keys import CACHE_VERSION, config_json
 from .contextops import canonical_json
+
+LOG = logging.getLogger("prefect_folpipe.plan")
+KIND = "manifest"
+FORGED = "FP540"
+Seal = Callable[[str, str, bytes], bytes]
+"""``(kind, binding, data) -> data``: signs (``seal``) or checks and strips the tag
+(``unseal``, raising ``ValueError`` when it fails)."""
+_WARNED: set[tuple[str, int]] = set()
 
 
 def manifest_file(folder: Path, path: str, phase: str, iteration: Sequence[int] = ()) -> Path:
@@ -61,30 +77,59 @@ def write_manifest(
     key: str,
     parts: Mapping[str, Any],
     delta: Mapping[str, Any],
+    seal: Seal | None = None,
 ) -> None:
-    """Record a finished pass (best effort: a manifest that cannot be written is skipped)."""
+    """Record a finished pass, signed with ``seal`` (best effort: a manifest that cannot be
+    written is skipped)."""
     file = manifest_file(folder, task.path, phase, iteration)
     data = {"path": task.path, "phase": phase, "iteration": list(iteration), "key": key}
     tmp = file.with_suffix(f".{os.getpid()}.tmp")
     try:
         file.parent.mkdir(parents=True, exist_ok=True)
-        text = json.dumps({**data, "parts": parts, "delta": delta}, default=str)
-        tmp.write_text(text, encoding="utf-8")
+        text = json.dumps({**data, "parts": parts, "delta": delta}, default=str).encode()
+        tmp.write_bytes(seal(KIND, file.name, text) if seal is not None else text)
         os.replace(tmp, file)
-    except (OSError, TypeError, ValueError):
+    except Exception:  # best effort: no room, no store key (the run says so), odd data
         with contextlib.suppress(OSError):  # a full disk leaves no partial file behind
             tmp.unlink()
 
 
 def read_manifest(
-    folder: Path, path: str, phase: str, iteration: Sequence[int] = ()
+    folder: Path,
+    path: str,
+    phase: str,
+    iteration: Sequence[int] = (),
+    *,
+    unseal: Seal | None = None,
 ) -> dict[str, Any] | None:
-    """The last manifest of a pass, or ``None``."""
+    """The last manifest of a pass, or ``None`` (missing, damaged, or failing ``unseal``'s
+    check: FP540, once per file; without ``unseal`` it is not checked)."""
+    file = manifest_file(folder, path, phase, iteration)
     try:
-        data = read_stored_file(manifest_file(folder, path, phase, iteration))
+        data = read_stored_file(file)
     except (OSError, DamagedEntry):  # a damaged manifest only costs plan's explanation
         return None
-    return data if isinstance(data, dict) else None
+    if not isinstance(data, dict):
+        return None
+    if unseal is None:
+        return data
+    try:
+        return json.loads(unseal(KIND, file.name, json.dumps(data).encode()))
+    except ValueError as exc:
+        _warn_forged(file, exc)
+        return None
+
+
+def _warn_forged(file: Path, exc: ValueError) -> None:
+    try:
+        mark = (str(file), file.stat().st_mtime_ns)
+    except OSError:
+        mark = (str(file), 0)
+    if mark not in _WARNED:
+        _WARNED.add(mark)
+        LOG.warning(
+            "[%s] ignoring checkpoint manifest %s: %s; treated as missing", FORGED, file, exc
+        )
 
 
 def what_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:

@@ -85,6 +85,8 @@ class Settings:
     """Every task answers from a scripted/replay provider: calls cost nothing."""
     rerun: Any = None
     """``(path, phase) -> bool``: the passes a ``--from`` run asks again (``compile.rerun``)."""
+    unseal: Any = None
+    """Checks a manifest's signature (``compile.storekey.unseal``); ``None``: not checked."""
 
 
 def preview(workflow: Workflow, context: Mapping[str, Any] | None, settings: Settings) -> Preview:

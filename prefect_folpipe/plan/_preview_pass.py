@@ -103,7 +103,9 @@ class PassJudge:
         salt = self.settings.salt(task)
         identity = task_identity(task)
         key = cache_key(task, identity, ctx, iteration=scope, phase=phase, salt=salt)
-        manifest = read_manifest(self.settings.manifests, task.path, phase, scope)
+        manifest = read_manifest(
+            self.settings.manifests, task.path, phase, scope, unseal=self.settings.unseal
+        )
         if manifest is None:
             step.reasons.append("no checkpoint yet")
             return None

@@ -102,12 +102,12 @@ def test_tool_queue_hands_out_results_in_order():
 
 
 def test_runs_are_named_by_record_id_latest_or_previous(tmp_path):
+    from prefect_folpipe.compile.report import write_record
+
     folder = tmp_path / ".folpipe" / "runs"
     folder.mkdir(parents=True)
     for name, run_id in (("20260101T000000-aaa", "1111"), ("20260102T000000-bbb", "2222")):
-        (folder / f"{name}.json").write_text(
-            json.dumps({"status": "completed", "flow_run_id": run_id})
-        )
+        write_record(folder / f"{name}.json", {"status": "completed", "flow_run_id": run_id})
     assert find_run(tmp_path, "latest")["flow_run_id"] == "2222"
     assert find_run(tmp_path, "previous")["flow_run_id"] == "1111"
     assert find_run(tmp_path, "20260101")["flow_run_id"] == "1111"

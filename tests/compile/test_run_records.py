@@ -145,7 +145,7 @@ def test_a_run_start_reads_only_the_records_still_running(tmp_path: Path) -> Non
     dead.data.update(pid=_dead_pid(), process_started="1")
     dead.save()
     old_style = tmp_path / ".folpipe" / "runs" / "20250101T000000000000-oldstyle.json"
-    old_style.write_text(json.dumps({"workflow": "wf", **dead.data, "flow_run_id": "older"}))
+    write_record(old_style, {"workflow": "wf", **dead.data, "flow_run_id": "older"})
 
     assert peek_status(finished[0]) == "completed" and peek_status(old_style) is None
     assert [r["flow_run_id"] for r in list_runs(tmp_path, statuses=("running",))] == [

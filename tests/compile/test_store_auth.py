@@ -14,9 +14,9 @@ import pytest
 from test_approval import Person, _release
 from test_journal import _agent, _journal_files
 
-from prefect_folpipe.compile.checkpoints import _key as storekey
-from prefect_folpipe.compile.checkpoints._key import ForgedEntry, seal, unseal
+from prefect_folpipe.compile import storekey
 from prefect_folpipe.compile.options import RunOptions
+from prefect_folpipe.compile.storekey import ForgedEntry, seal, unseal
 
 pytestmark = pytest.mark.prefect
 
@@ -39,21 +39,19 @@ def test_the_per_user_key_is_made_once_outside_the_workflow(tmp_path: Path, monk
 
 
 def test_the_environment_and_a_secret_block_give_a_shared_key(monkeypatch) -> None:
-    from prefect_folpipe.compile import infra as secrets  # the face _key reads it through
-
     monkeypatch.setenv(storekey.KEY_ENV, "shared by every worker")
     assert storekey.store_key() == b"shared by every worker"
     assert "environment variable" in storekey.describe_key()
     monkeypatch.delenv(storekey.KEY_ENV)
     monkeypatch.setenv(storekey.SECRET_ENV, "folpipe-store-key-test-block")
-    monkeypatch.setattr(secrets, "prefect_secret_resolver", lambda name: f"from block {name}")
+    monkeypatch.setattr(storekey, "secret_block_text", lambda name: f"from block {name}")
     assert storekey.store_key() == b"from block folpipe-store-key-test-block"
     monkeypatch.setenv(storekey.SECRET_ENV, "folpipe-store-key-missing-block")
 
     def missing(name: str) -> str:
         raise ValueError(f"Unable to find block document named {name}")
 
-    monkeypatch.setattr(secrets, "prefect_secret_resolver", missing)
+    monkeypatch.setattr(storekey, "secret_block_text", missing)
     with pytest.raises(storekey.StoreKeyError) as raised:
         storekey.store_key()
     assert raised.value.code == "FP542" and "folpipe-store-key-missing-block" in str(raised.value)

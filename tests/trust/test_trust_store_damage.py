@@ -174,11 +174,11 @@ def test_a_damaged_stored_approval_answer_is_asked_again(
 
 
 def test_a_damaged_run_record_is_left_out(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    from prefect_folpipe.compile.report._runs import list_runs, read_record, runs_dir
+    from prefect_folpipe.compile.report._runs import list_runs, read_record, runs_dir, write_record
 
     folder = runs_dir(tmp_path)
     folder.mkdir(parents=True)
-    (folder / "a-good.json").write_text(json.dumps({"status": "failed", "flow_run": "x"}))
+    write_record(folder / "a-good.json", {"status": "failed", "flow_run": "x"})  # signed
     (folder / "b-deep.json").write_bytes(DEEP)
     (folder / "c-huge.json").write_bytes(OVERSIZED)
     with caplog.at_level(logging.WARNING):

@@ -4,10 +4,11 @@ restoring finished tasks without a task run each, and the key -> bytes store of 
 
 from __future__ import annotations
 
+from ..storekey import store_key
 from ._events import StoreEvents, collecting, current
 from ._files import SERIALIZER, CheckpointStorage, checkpoint_storage, flow_result_storage
 from ._guard import checkpoint_key_of, local_folder, own_checkpoint
-from ._key import store_key
+from ._leases import BlockLocks, checkpoint_locks
 from ._locks import CheckpointLocks
 from ._replay import ReplayMode, Restorer
 from ._restore import CheckpointReader, NotRestorable, RecordingTracker, RestoredPass
@@ -15,6 +16,7 @@ from ._store import StorageFiles, journal_for
 
 __all__ = [
     "SERIALIZER",
+    "BlockLocks",
     "CheckpointLocks",
     "CheckpointReader",
     "CheckpointStorage",
@@ -26,6 +28,7 @@ __all__ = [
     "StorageFiles",
     "StoreEvents",
     "checkpoint_key_of",
+    "checkpoint_locks",
     "checkpoint_storage",
     "collecting",
     "current",

@@ -36,8 +36,8 @@ from pydantic import ConfigDict
 
 from ..._process.stored import MAX_BYTES, DamagedEntry, load_stored
 from ...redaction import mask
+from ..storekey import ForgedEntry, seal, verified
 from ._events import forged, unsaved
-from ._key import ForgedEntry, seal, verified
 
 LOG = logging.getLogger("prefect_folpipe.compile")
 

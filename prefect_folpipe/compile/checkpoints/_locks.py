@@ -10,8 +10,9 @@ ends), when the pass failed, or when the run ends.
 A lock is **stale** when its process is gone (same host) or it is older than
 ``FOLPIPE_LOCK_STALE_S`` (default one hour; any host): it is taken over. A run waits at most
 as long as the holder's pass may take (its ``settings.timeout`` times its attempts, plus a
-minute), else an hour; then it warns (FP543) and runs the pass itself. Only a local
-checkpoint folder is locked; a storage block has no lock (runs sharing one may both pay).
+minute), else an hour; then it warns (FP543) and runs the pass itself. A local checkpoint
+folder gets lock files; any other storage block gets leases written through the block
+(``checkpoints._leases``).
 """
 
 from __future__ import annotations
@@ -196,10 +197,10 @@ def _stale(path: Path, holder: dict[str, Any]) -> bool:
     pid = holder.get("pid")
     if holder.get("host") != HOST or not isinstance(pid, int) or pid <= 0:
         return not holder and age > 5.0  # unreadable for seconds: a holder that died writing
-    return not _alive(pid)
+    return not alive(pid)
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

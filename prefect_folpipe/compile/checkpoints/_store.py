@@ -24,8 +24,8 @@ from ..._process.stored import DAMAGED, MAX_BYTES
 from ...agent.journal import Journal
 from ...workflow.tree import Task
 from ..shared import RunSpec
+from ..storekey import DamagedSeal, ForgedEntry, seal, unseal
 from ._events import forged, unsaved
-from ._key import DamagedSeal, ForgedEntry, seal, unseal
 
 LOG = logging.getLogger("prefect_folpipe.compile")
 

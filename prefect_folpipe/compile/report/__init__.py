@@ -14,6 +14,7 @@ from ._runs import (
     resumable_run,
     runs_dir,
     settle_dead_runs,
+    signed,
     write_record,
 )
 from ._tasklog import CoalescedLog
@@ -36,5 +37,6 @@ __all__ = [
     "resumable_run",
     "runs_dir",
     "settle_dead_runs",
+    "signed",
     "write_record",
 ]

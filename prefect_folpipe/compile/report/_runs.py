@@ -5,6 +5,12 @@ rewritten when it ends (``completed``, ``failed``, or ``interrupted`` by a signa
 process died without a word (SIGKILL, OOM, a power cut) keeps ``running``; the next run or
 resume of the workflow sees that the process is gone and marks it ``crashed``. Writes are atomic
 (a temporary file renamed over the record), so a kill never leaves half a record.
+
+Records are signed like the result store's entries (``compile.storekey``: the same key and
+HMAC, bound to the record's file name, which is the run's name for ``resume`` and ``diff``):
+a record edited, copied under another name, or written without a tag (by hand, or by a
+folpipe that did not sign records) is left out, with one FP540 warning naming it, and
+never acted on: ``status``, ``resume``, ``diff`` and ``--from`` see it as absent.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from typing import Any
 from ..._process.stored import DamagedEntry, read_stored_file, warn_damaged
 from ...workflow.tree import Workflow
 from ..options import RunOptions
+from ..storekey import ForgedEntry, StoreKeyError, sign_object, verified
 from ._records import RunResult, RunTracker
 
 LOG = logging.getLogger("prefect_folpipe.compile")
@@ -32,6 +39,11 @@ UNFINISHED = ("failed", "interrupted", "crashed")
 """Statuses of runs that did not complete: ``resume`` picks the latest of them."""
 PROGRESS_EVERY_S = 1.0
 """How often a running run's record is rewritten with its tasks' statuses."""
+RECORD_KIND = "run record"
+"""What a run record's tag says it is (``compile.history`` signs its passes files too)."""
+FORGED = "FP540"
+_WARNED: set[tuple[str, int]] = set()
+"""Records already warned about in this process (name, modification time)."""
 
 
 def runs_dir(root_dir: Path) -> Path:
@@ -101,7 +113,11 @@ class RunRecord:
         context: Mapping[str, Any] | None,
         options: RunOptions,
         flow_run_id: str | None,
+        *,
+        rerun_id: str = "",
     ) -> RunRecord:
+        """Record a run as it starts; ``rerun_id``: what keys its ``--from`` passes (a
+        resume of it continues them)."""
         now = _now()
         data = {
             "status": "running",  # first: a reader can tell a record's status from its start
@@ -116,6 +132,8 @@ class RunRecord:
             "reuse_checkpoints": options.across_runs,
             "lineage": options.lineage or flow_run_id,
             "resumed_from": options.resumed_from,
+            "rerun_from": list(options.rerun_from),
+            "rerun_id": rerun_id or None,
             "resumed_by": None,
             "error": None,
             "tasks": [],
@@ -184,19 +202,28 @@ def _describe(error: BaseException | None) -> str | None:
     return f"[{code}] {text}" if isinstance(code, str) else text
 
 
-def write_record(path: Path, data: Mapping[str, Any]) -> bool:
-    """Write ``data`` atomically; False (and a warning) when the folder is not writable."""
+def write_record(path: Path, data: Mapping[str, Any], *, kind: str = RECORD_KIND) -> bool:
+    """Sign and write ``data`` atomically; False (and a warning) when the folder is not
+    writable or the store key cannot be had."""
     partial = path.with_name(f".{path.name}.partial")
     try:
+        text = json.dumps(signed(kind, path.name, data), indent=2)
         path.parent.mkdir(parents=True, exist_ok=True)
-        partial.write_text(json.dumps(data, indent=2, default=repr), encoding="utf-8")
+        partial.write_text(text, encoding="utf-8")
         os.replace(partial, path)
-    except OSError as exc:
-        LOG.warning("could not write run record %s: %s", path, exc)
+    except (OSError, StoreKeyError) as exc:
+        LOG.warning("could not write %s %s: %s", kind, path, exc)
         with contextlib.suppress(OSError):  # nothing partial is left behind
             partial.unlink()
         return False
     return True
+
+
+def signed(kind: str, name: str, data: Mapping[str, Any]) -> dict[str, Any]:
+    """``data`` as JSON data, its keys in their order (``status`` first), and its tag, bound
+    to the file ``name`` it is written as."""
+    plain = json.loads(json.dumps(dict(data), default=repr))
+    return sign_object(kind, name, plain)
 
 
 def _mark_resumed(path: Path, by: str) -> None:
@@ -206,16 +233,38 @@ def _mark_resumed(path: Path, by: str) -> None:
         write_record(path, data)
 
 
-def read_record(file: Path) -> dict[str, Any] | None:
-    """A run record's data (``None``: unreadable, not JSON, not a record)."""
+def read_record(file: Path, *, kind: str = RECORD_KIND) -> dict[str, Any] | None:
+    """A run record's data (``None``: unreadable, not JSON, not a record, or failing its
+    signature: FP540, once per file and process)."""
     try:
         data = read_stored_file(file)
     except OSError:
         return None
     except DamagedEntry as exc:
-        warn_damaged(LOG, f"run record {file.name}", exc, "it is left out")
+        warn_damaged(LOG, f"{kind} {file.name}", exc, "it is left out")
         return None
-    return data if isinstance(data, dict) else None
+    if not isinstance(data, dict):
+        return None
+    try:
+        verified(kind, file.name, data)  # takes the tag out of ``data``
+    except ForgedEntry as exc:
+        _warn_forged(file, kind, exc)
+        return None
+    return data
+
+
+def _warn_forged(file: Path, kind: str, exc: ForgedEntry) -> None:
+    try:
+        mark = (str(file), file.stat().st_mtime_ns)
+    except OSError:
+        mark = (str(file), 0)
+    if mark in _WARNED:
+        return
+    _WARNED.add(mark)
+    LOG.warning(
+        "[%s] ignoring %s %s: %s; it is left out (status, resume and diff do not use it)",
+        FORGED, kind, file, exc,
+    )  # fmt: skip
 
 
 def save_run_record(

@@ -1,10 +1,11 @@
 """The key that authenticates what a run keeps in its result store, and the signing itself.
 
-Every journal entry, stored approval answer and checkpoint is written with an HMAC-SHA256 tag
-over what it says *and* where it is stored (its store key names the request fingerprint, the
-task's checkpoint key, or the hash of the rendered question), so an entry edited, planted, or
-copied under another key fails the check and is never used (FP540, a miss). The key is never
-in the store:
+Every journal entry, stored approval answer and checkpoint, and every run record and
+checkpoint manifest, is written with an HMAC-SHA256 tag over what it says *and* where it is
+stored (its store key names the request fingerprint, the task's checkpoint key, or the hash
+of the rendered question; a run record's file name; a manifest's pass), so an entry edited,
+planted, or copied under another key fails the check and is never used (FP540, a miss). The
+key is never in the store:
 
 1. ``FOLPIPE_STORE_KEY``: the key itself, for stores shared between machines (every worker
    of a deployment, and every person resuming its runs, needs the same value);
@@ -28,8 +29,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..._process.stored import DamagedEntry, load_stored
-from ...errors import ConfigError
+from .._process.stored import DamagedEntry, load_stored
+from ..errors import ConfigError
 
 KEY_ENV = "FOLPIPE_STORE_KEY"
 SECRET_ENV = "FOLPIPE_STORE_KEY_SECRET"
@@ -84,12 +85,20 @@ def describe_key() -> str:
     return f"the per-user key {user_key_file()}"
 
 
+def secret_block_text(name: str) -> str:
+    """The string stored in the Prefect Secret block ``name`` (raises if missing / not text)."""
+    from prefect.blocks.system import Secret
+
+    value = Secret.load(name, _sync=True).get()  # type: ignore[call-arg]
+    if not isinstance(value, str):
+        raise TypeError(f"Secret block {name!r} holds a {type(value).__name__}, not a string")
+    return value
+
+
 @functools.lru_cache(maxsize=8)
 def _secret_key(name: str) -> bytes:
-    from ..infra import prefect_secret_resolver
-
     try:
-        value = prefect_secret_resolver(name)
+        value = secret_block_text(name)
     except Exception as exc:
         raise StoreKeyError(
             f"the store key cannot be read from the Prefect Secret block {name!r} "
@@ -165,6 +174,14 @@ def seal(kind: str, binding: str, data: bytes) -> bytes:
     body = canonical(value)
     field = f'"{MAC_FIELD}":"{tag(kind, binding, body)}"'.encode()
     return body[:-1] + (b"," if value else b"") + field + b"}"
+
+
+def sign_object(kind: str, binding: str, value: dict[str, Any]) -> dict[str, Any]:
+    """``value`` (parsed JSON) with its tag added as ``folpipe_mac``, its keys kept in their
+    order (for files read by people and by their first bytes: run records); :func:`verified`
+    checks it."""
+    plain = {key: item for key, item in value.items() if key != MAC_FIELD}
+    return {**plain, MAC_FIELD: tag(kind, binding, canonical(plain))}
 
 
 class DamagedSeal(ForgedEntry):
