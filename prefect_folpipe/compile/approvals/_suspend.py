@@ -1,6 +1,7 @@
 """An approval gate in a deployment's flow run: suspend the run with a typed form and let its
 process go (Prefect's ``suspend_flow_run(wait_for_input=...)``); read the answer back when the
-resumed run reaches the gate again.
+resumed run reaches the gate again. A suspended gate emits its events (``_events``): who is
+told, and, with ``on_timeout``, when the deployment's automation continues the run.
 
 The suspended run is always the top-level flow run (Prefect cannot suspend a subflow or a task
 run): its id is given explicitly, and a gate inside a ``branch_as: subflow`` branch works in a
@@ -18,6 +19,7 @@ from pydantic import Field, ValidationError, create_model
 
 from ...plan.failures import ApprovalFailed
 from ...workflow.names import slug
+from ._events import DEADLINE_GRACE_S, announce, gate_payload
 from ._question import Question, checked_answer, now, timed_out
 
 ANNOTATIONS: dict[str, Any] = {
@@ -66,13 +68,13 @@ async def suspend_for_answer(
         if remaining <= 0:
             return await _given_before_timeout(question, pause, flow_run_id)
     form = form_model(question)
+    timeout = None
+    if remaining is not None:  # with a default, the deadline automation continues the run
+        timeout = math.ceil(remaining) + (DEADLINE_GRACE_S if question.default else 0)
     try:
         with _in_top_flow_run(top):
             given = await asuspend_flow_run(
-                wait_for_input=form,
-                flow_run_id=flow_run_id,
-                timeout=math.ceil(remaining) if remaining is not None else None,
-                key=pause,
+                wait_for_input=form, flow_run_id=flow_run_id, timeout=timeout, key=pause
             )
     except ValidationError as exc:  # resumed without (all of) the input
         raise _bad_answer(question, exc) from None
@@ -83,6 +85,10 @@ async def suspend_for_answer(
         ) from None
     if given is not None:
         return checked_answer(question, _values(given, question), "the Prefect UI")
+    deadline = asked_at + question.timeout if question.timeout is not None else None
+    url = gates.run_url()
+    payload = gate_payload(question, gates.workflow_name(), gates.notice(question), url, deadline)
+    announce(top.flow_run, payload, question)
     state = top.flow_run_suspension_request.get_state()
     raise Pause(state=state)  # the run stops here; Prefect reschedules it once answered
 
