@@ -40,6 +40,14 @@ LEFT_GATE = frozenset(
 cancelled, failed or finished."""
 
 
+def run_page(flow_run: Any) -> str | None:
+    """The run's page in the Prefect UI (``None`` when no UI is configured)."""
+    from prefect.settings import PREFECT_UI_URL
+
+    base = PREFECT_UI_URL.value()
+    return f"{base.rstrip('/')}/runs/flow-run/{flow_run.id}" if base else None
+
+
 def deadline_window(timeout: float) -> int:
     """Seconds the deadline automation waits for a gate of ``timeout`` seconds."""
     return max(MIN_WINDOW_S, math.ceil(timeout))

@@ -45,6 +45,7 @@ from ...workflow.names import slug
 from ...workflow.toolapproval import default_answer
 from ...workflow.tree import Task
 from ..checkpoints import StorageFiles
+from ._events import run_page
 from ._question import Asker, Question, checked_answer, timed_out
 from ._tools import PassToolGates, no_answer
 
@@ -202,21 +203,11 @@ class ApprovalGates:
         """The message of a gate that starts waiting (``approval.notify``): the workflow, the
         task or tool, the question and the run's page in the UI."""
         flow_run = getattr(self.flow_run, "flow_run", None)
-        link = "" if flow_run is None else f" · {self.run_url() or flow_run.id}"
+        link = "" if flow_run is None else f" · {run_page(flow_run) or flow_run.id}"
         return f"workflow {self.workflow_name()!r} waits: {question.describe()}{link}"
 
     def workflow_name(self) -> str:
         return str(getattr(getattr(self.keys, "workflow", None), "name", "?"))
-
-    def run_url(self) -> str | None:
-        """The run's page in the Prefect UI (``None``: no flow run, or no UI configured)."""
-        flow_run = getattr(self.flow_run, "flow_run", None)
-        if flow_run is None:
-            return None
-        from prefect.settings import PREFECT_UI_URL
-
-        base = PREFECT_UI_URL.value()
-        return f"{base.rstrip('/')}/runs/flow-run/{flow_run.id}" if base else None
 
     def _deployment_run(self) -> bool:
         flow_run = getattr(self.flow_run, "flow_run", None)

@@ -21,7 +21,7 @@ from pydantic import Field, ValidationError, create_model
 
 from ...plan.failures import ApprovalFailed
 from ...workflow.names import slug
-from ._events import DEADLINE_GRACE_S, announce, gate_payload
+from ._events import DEADLINE_GRACE_S, announce, gate_payload, run_page
 from ._question import Question, checked_answer, now, timed_out
 
 DEADLINE_NOTE = "Without an answer by"
@@ -95,7 +95,7 @@ async def suspend_for_answer(
         ) from None
     if given is not None:
         return checked_answer(question, _values(given, question), "the Prefect UI")
-    url = gates.run_url()
+    url = run_page(top.flow_run)
     payload = gate_payload(question, gates.workflow_name(), gates.notice(question), url, deadline)
     announce(top.flow_run, payload, question)
     state = top.flow_run_suspension_request.get_state()
