@@ -156,6 +156,32 @@ def test_a_gate_past_its_deadline_continues_by_itself_with_the_default(
     assert "default at deadline" in _artifacts_text(server, flow_run_id)
 
 
+def test_an_answer_before_the_deadline_keeps_the_automation_quiet(
+    prefect_server: PrefectServer, pool: str, tmp_path: Path
+) -> None:
+    server = prefect_server
+    tools = TOOLS_MD.replace("timeout: 5s", "timeout: 30s")
+    folder = _folder(tmp_path / "answered", "answered", "name: release\n", tools)
+    ok(server.run([FOLPIPE, "deploy", str(folder), "--name", "a", "--pool", pool]))
+    flow_run_id = trigger(server, "answered/a")
+    run_worker_once(server, pool, tmp_path / "worker-1.log")
+    suspended = _run(server, flow_run_id)
+    assert suspended.state.name == "Suspended", suspended.state
+    answer = [FOLPIPE, "approvals", "answer", str(flow_run_id), "approved=yes", "reason=go"]
+    ok(server.run(answer))
+    run_worker_once(server, pool, tmp_path / "worker-2.log")
+    assert _run(server, flow_run_id).state.name == "Completed"
+    assert (folder / "subtasks/10_release/deployed.txt").read_text() == "1.2"
+    # past the deadline (and a proactive evaluation or two), the finished run stays finished:
+    # the answer's `Resuming` event told the automation the gate was left
+    quiet_until = suspended.state.timestamp.timestamp() + 30 + 20
+    while time.time() < quiet_until:
+        assert _run(server, flow_run_id).state.name == "Completed"
+        time.sleep(1)
+    (line,) = max(list_runs(folder), key=lambda r: str(r.get("started_at")))["approvals"]
+    assert "(Prefect UI" in line, line
+
+
 def test_a_deployment_without_deadline_defaults_gets_no_automation(
     prefect_server: PrefectServer, pool: str, tmp_path: Path
 ) -> None:
