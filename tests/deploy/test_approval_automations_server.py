@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 from uuid import UUID
 
+import httpx
 import pytest
 
 from prefect_folpipe.compile.report._runs import list_runs
@@ -96,6 +97,16 @@ def _automations(server: PrefectServer, prefix: str) -> list[Any]:
     return with_client(server, read)
 
 
+def _fired(server: PrefectServer, prefix: str) -> list[str]:
+    """What the automations named ``prefix...`` did, as the server recorded it: their
+    ``prefect.automation.triggered`` and ``prefect.automation.action.*`` events."""
+    ids = [f"prefect.automation.{a.id}" for a in _automations(server, prefix)]
+    body = {"filter": {"resource": {"id": ids}}, "limit": 50}
+    found = httpx.post(f"{server.url}/events/filter", json=body, timeout=30).json()
+    acted = ("prefect.automation.triggered", "prefect.automation.action.")
+    return [event["event"] for event in found["events"] if event["event"].startswith(acted)]
+
+
 def _artifacts_text(server: PrefectServer, flow_run_id: UUID) -> str:
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
 
@@ -154,6 +165,7 @@ def test_a_gate_past_its_deadline_continues_by_itself_with_the_default(
     status = json.loads(ok(server.run([FOLPIPE, "status", str(folder), "--json"])).stdout)
     assert "default at deadline" in json.dumps(status)
     assert "default at deadline" in _artifacts_text(server, flow_run_id)
+    assert "prefect.automation.action.executed" in _fired(server, "deadline/d: ")
 
 
 def test_an_answer_before_the_deadline_keeps_the_automation_quiet(
@@ -180,6 +192,7 @@ def test_an_answer_before_the_deadline_keeps_the_automation_quiet(
         time.sleep(1)
     (line,) = max(list_runs(folder), key=lambda r: str(r.get("started_at")))["approvals"]
     assert "(Prefect UI" in line, line
+    assert _fired(server, "answered/a: ") == []
 
 
 def test_a_deployment_without_deadline_defaults_gets_no_automation(
