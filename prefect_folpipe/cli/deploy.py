@@ -122,6 +122,8 @@ def create(
     console.print(f"[green]✓[/] deployment [bold]{result.full_name}[/] on pool {result.work_pool}")
     if result.schedule:
         console.print(f"  schedule: {schedule_text(result.schedule)}", highlight=False)
+    for automation in result.automations:
+        console.print(f"  automation: {automation}", highlight=False)
     console.print(f"  run it:   prefect deployment run '{result.full_name}'")
     console.print(f"  worker:   prefect worker start --pool '{result.work_pool}'")
 

@@ -10,12 +10,14 @@ Two entrypoints (see docs/deploy.md):
   into the folder.
 
 Both use pull steps that set the working directory to the folder and install its
-``dependencies:`` (plus ``EXTRA_PIP_PACKAGES`` for container work pools).
+``dependencies:`` (plus ``EXTRA_PIP_PACKAGES`` for container work pools). Approval gates with
+``on_timeout`` or ``notify`` get automations registered with the deployment
+(``deploy.automations``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
@@ -24,6 +26,7 @@ from prefect.runner.storage import LocalStorage
 from ..errors import ConfigError
 from ..workflow.config import Schedule
 from ..workflow.tree import Workflow
+from .automations import register_approval_automations
 from .options import DeployRequest, resolve_pool
 from .project import (
     ENTRYPOINT,
@@ -60,6 +63,8 @@ class DeployResult:
     tags: list[str]
     pull_steps: list[dict[str, Any]]
     flow_file: str | None
+    automations: list[str] = field(default_factory=list)
+    """The approval automations registered with it (``deploy.automations``)."""
 
     @property
     def full_name(self) -> str:
@@ -78,6 +83,7 @@ class DeployResult:
             "tags": self.tags,
             "pull_steps": self.pull_steps,
             "flow_file": self.flow_file,
+            "automations": self.automations,
         }
 
 
@@ -186,6 +192,9 @@ async def create_deployment(workflow: Workflow, request: DeployRequest) -> Deplo
             code="FP618",
             hint="check the parameters and schedule",
         ) from None
+    automations = await register_approval_automations(
+        workflow, deployment_id, f"{flow.name}/{name}"
+    )
     return DeployResult(
         deployment_id=deployment_id,
         flow_name=flow.name,
@@ -197,4 +206,5 @@ async def create_deployment(workflow: Workflow, request: DeployRequest) -> Deplo
         tags=tags,
         pull_steps=storage.to_pull_step(),
         flow_file=str(written) if written else None,
+        automations=automations,
     )

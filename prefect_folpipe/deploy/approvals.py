@@ -19,6 +19,9 @@ from ..workflow.approval import FieldType, coerce
 from ..workflow.tree import Workflow
 
 LABEL = re.compile(r"^\*\*Approval for `(?P<label>[^`]*)`\*\*\s*(?P<prompt>.*)$", re.DOTALL)
+DEADLINE = re.compile(r"\s*_Without an answer by (?P<when>\S+), the run continues with .*_\s*$")
+"""The form's last line for a gate with ``on_timeout`` (its deadline; Prefect's own pause
+timeout is later, see ``compile.approvals``)."""
 SCHEMA_TYPES = {
     "boolean": "bool",
     "integer": "int",
@@ -78,14 +81,19 @@ async def _gate_of(client: Any, run: Any) -> WaitingGate | None:
     description = await aread_flow_run_input(keyset["description"], flow_run_id=run.id)
     schema = await aread_flow_run_input(keyset["schema"], flow_run_id=run.id)
     match = LABEL.match(str(description or ""))
-    deadline = getattr(details, "pause_timeout", None)
+    prompt = match.group("prompt") if match else str(description or "")
+    paused_until = getattr(details, "pause_timeout", None)
+    deadline = paused_until.isoformat() if paused_until else None
+    declared = DEADLINE.search(prompt)
+    if declared:
+        prompt, deadline = prompt[: declared.start()], declared.group("when")
     return WaitingGate(
         str(run.id),
         run.name,
         match.group("label") if match else "",
-        (match.group("prompt") if match else str(description or "")).strip(),
+        prompt.strip(),
         state.timestamp.isoformat() if state.timestamp else None,
-        deadline.isoformat() if deadline else None,
+        deadline,
         {key: _plain(kind) for key, kind in form_fields(schema).items()},
     )
 

@@ -1,5 +1,5 @@
 """Approval of tool calls: a tool's ``approval`` metadata (tools.md ``> approval:``,
-``@tool(approval=...)``) is a checked block (FP166-FP168, FP172)."""
+``@tool(approval=...)``) is a checked block (FP166-FP168, FP172, FP409)."""
 
 from __future__ import annotations
 
@@ -9,12 +9,17 @@ from ..errors import Diagnostic
 from ..loader import LoadResult
 from ..workflow.toolapproval import parse_tool_approval
 
-CODES = {"input": "FP166", "prompt": "FP167", "timeout": "FP168"}
+NOTIFY_HINT = (
+    "name Prefect notification blocks: `notify: my-webhook`, `notify: slack-webhook/ops` or "
+    "a list of them (create one with `prefect block create ...` or in the UI's Blocks page)"
+)
+CODES = {"input": "FP166", "prompt": "FP167", "timeout": "FP168", "notify": "FP409"}
 HINTS = {
     "FP166": "write e.g. `input: {approved: bool, reason: str}` (types: str int float bool "
     "list dict, or a list of choices)",
     "FP167": "the prompt substitutes values only: {{ args.version }}, {{ context.release }}",
     "FP168": "write a duration such as 4h, 30m, 1h30m, 2d or 45 (seconds)",
+    "FP409": NOTIFY_HINT,
     "FP172": "write `> approval: true` or `> approval: {prompt: ..., input: {approved: bool}, "
     "timeout: 4h, on_timeout: {approved: false}}`",
 }

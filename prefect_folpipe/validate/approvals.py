@@ -1,4 +1,5 @@
-"""Approval gates: a typed form, a safe prompt template, a readable timeout (FP166-FP169)."""
+"""Approval gates: a typed form, a safe prompt template, a readable timeout, who is told
+(FP166-FP169, FP172, FP409)."""
 
 from __future__ import annotations
 
@@ -6,15 +7,16 @@ from collections.abc import Iterator
 
 from ..errors import Diagnostic, Severity
 from ..loader import LoadResult
-from ..workflow.approval import input_fields, parse_duration, template_problems
+from ..workflow.approval import input_fields, notify_names, parse_duration, template_problems
 from ..workflow.toolapproval import default_answer
 from ._common import at
-from ._toolgates import check_tool_approvals
+from ._toolgates import NOTIFY_HINT, check_tool_approvals
 
 
 def check_approvals(result: LoadResult) -> Iterator[Diagnostic]:
     """FP166 a bad `approval.input`; FP167 a prompt that is not a plain `{{ context.x }}`
-    template; FP168 an unreadable `approval.timeout`; FP169 (warning) checkpoints off in a
+    template; FP168 an unreadable `approval.timeout`; FP409 an `approval.notify` that names
+    no notification block; FP169 (warning) checkpoints off in a
     workflow that pauses for approval (those tasks run again when it resumes)."""
     gated = []
     yield from check_tool_approvals(result)
@@ -23,6 +25,11 @@ def check_approvals(result: LoadResult) -> Iterator[Diagnostic]:
         if approval is None:
             continue
         gated.append(task)
+        try:
+            notify_names(approval.notify)
+        except ValueError as exc:
+            yield at(result, task, "FP409", f"approval.notify {exc}", ("approval", "notify"),
+                     NOTIFY_HINT)  # fmt: skip
         try:
             input_fields(approval.input)
         except ValueError as exc:

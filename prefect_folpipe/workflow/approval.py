@@ -5,6 +5,7 @@ approval:
   prompt: "Ship release {{ context.version }}?"   # shown in the Prefect UI / the terminal
   input: {approved: bool, comment: str}            # the answer's keys and types (all required)
   timeout: 72h                                     # then the task's on_failure applies
+  notify: [ops-slack]                              # Prefect notification blocks told
 ```
 
 The prompt is rendered by substitution only: ``{{ context.a.b }}``, ``{{ context.items[0] }}``
@@ -38,6 +39,9 @@ UNITS = {"d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0}
 TRUE = frozenset({"true", "yes", "y", "1", "on", "approve", "approved"})
 FALSE = frozenset({"false", "no", "n", "0", "off", "reject", "rejected"})
 MAX_CHOICES = 50
+BLOCK_NAME = re.compile(r"^(?:[a-z0-9][a-z0-9-]*/)?[a-z0-9][a-z0-9-]*$")
+"""A Prefect block document: ``name`` or ``block-type-slug/name`` (lowercase, digits, -)."""
+MAX_NOTIFY = 20
 
 FieldType = str | tuple[str, ...]
 """One of ``OUTPUT_TYPES``, or the allowed choices."""
@@ -60,6 +64,26 @@ def parse_duration(value: Any) -> float | None:
     if seconds <= 0:
         raise ValueError("must be longer than 0 seconds")
     return seconds
+
+
+def notify_names(value: Any) -> tuple[str, ...]:
+    """The notification blocks of ``approval.notify`` (a block name, ``slug/name``, or a
+    list of them); ``ValueError`` naming the first bad one."""
+    if value is None:
+        return ()
+    names = [value] if isinstance(value, str) else value
+    if not isinstance(names, list) or not names or len(names) > MAX_NOTIFY:
+        raise ValueError(
+            f"must be the name of a Prefect notification block or a list of 1 to {MAX_NOTIFY} "
+            f"of them, not {value!r}"
+        )
+    for name in names:
+        if not isinstance(name, str) or not BLOCK_NAME.match(name.strip()):
+            raise ValueError(
+                f"{name!r} is not a block document name such as my-webhook or "
+                "slack-webhook/ops (lowercase letters, digits and -)"
+            )
+    return tuple(dict.fromkeys(name.strip() for name in names))
 
 
 def input_fields(spec: Mapping[str, Any]) -> dict[str, FieldType]:

@@ -268,7 +268,9 @@ class ApprovalConfig(StrictModel):
     on_timeout: dict[str, Any] | None = None
     """The answer the gate takes by itself when ``timeout`` passes (recorded as defaulted)."""
     notify: Any = None
-    """Who is told when the gate starts waiting (a local run prints the message)."""
+    """The Prefect notification blocks told when the gate starts waiting in a deployment's run
+    (a block name, ``slug/name``, or a list; checked by ``validate``, FP409); a local run
+    prints the message."""
 
 
 class DeployConfig(StrictModel):

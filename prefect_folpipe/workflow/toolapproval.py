@@ -8,7 +8,8 @@ A tool asks before each call when its metadata has ``approval``: ``true`` (the f
 
 The prompt substitutes the call's arguments (``{{ args.version }}``) and the task's context
 (``{{ context.release }}``), nothing else. ``on_timeout`` (tasks have it too) is the answer a
-gate takes by itself when ``timeout`` passes; it must fit the form.
+gate takes by itself when ``timeout`` passes; it must fit the form. ``notify`` names the
+Prefect notification blocks told when a call starts waiting.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from .approval import (
     coerce,
     input_fields,
     lookup,
+    notify_names,
     parse_duration,
 )
 
@@ -49,7 +51,8 @@ class ToolApproval:
     timeout: float | None = None
     on_timeout: Mapping[str, Any] | None = None
     """The answer taken when ``timeout`` passes (coerced to the form)."""
-    notify: Any = None
+    notify: tuple[str, ...] = ()
+    """``notify``: the Prefect notification blocks told when a call starts waiting."""
 
 
 def parse_tool_approval(value: Any) -> ToolApproval | None:
@@ -87,12 +90,12 @@ def parse_tool_approval(value: Any) -> ToolApproval | None:
         timeout = parse_duration(value.get("timeout"))
     except ValueError as exc:
         raise _problem("timeout", str(exc)) from None
+    try:
+        notify = notify_names(value.get("notify"))
+    except ValueError as exc:
+        raise _problem("notify", str(exc)) from None
     return ToolApproval(
-        prompt,
-        fields,
-        timeout,
-        default_answer(fields, value.get("on_timeout"), timeout),
-        value.get("notify"),
+        prompt, fields, timeout, default_answer(fields, value.get("on_timeout"), timeout), notify
     )
 
 

@@ -19,7 +19,9 @@ from prefect_folpipe.workflow.names import GENERIC_FLOW_NAME
 pytestmark = pytest.mark.prefect
 
 
-async def _suspended_run(root: Path, question: Question) -> tuple[Any, dict[str, str]]:
+async def _suspended_run(
+    root: Path, question: Question, deadline: float | None = None
+) -> tuple[Any, dict[str, str]]:
     """A top-level run of the folder suspended at ``question``'s form, as a gate leaves it."""
     from prefect.client.orchestration import get_client
     from prefect.input import keyset_from_paused_state
@@ -36,7 +38,7 @@ async def _suspended_run(root: Path, question: Question) -> tuple[Any, dict[str,
         keyset = keyset_from_paused_state(state)
         state.state_details.run_input_keyset = keyset
         await client.set_flow_run_state(run.id, state, force=True)
-        await form_model(question).asave(keyset, flow_run_id=run.id)
+        await form_model(question, deadline).asave(keyset, flow_run_id=run.id)
         return run, keyset
 
 
@@ -70,3 +72,15 @@ def test_a_waiting_tool_gate_is_listed_and_answered(make_workflow, prefect_harne
     assert answer == {"approved": False, "reason": "freeze"}
     assert not state.is_paused()
     assert asyncio.run(waiting_gates(workflow)) == []
+
+
+def test_a_gate_with_a_default_shows_its_own_deadline(make_workflow, prefect_harness):
+    wf = make_workflow({"task.yaml": {"name": "ship"}, "instructions.md": "Go."})
+    question = Question(
+        "ship", "ship", "Ship 1.2?", {"approved": "bool"}, 60.0, {"approved": False},
+    )  # fmt: skip
+    asyncio.run(_suspended_run(wf, question, deadline=1_800_000_000.0))
+    (gate,) = asyncio.run(waiting_gates(load_workflow(wf)))
+    # the form says what happens at the deadline; the list shows that deadline, not Prefect's
+    # later pause timeout, and the question without the note
+    assert gate.question == "Ship 1.2?" and gate.deadline == "2027-01-15T08:00:00+00:00"

@@ -175,7 +175,10 @@ def test_a_deadline_with_on_timeout_continues_with_the_default(make_workflow, ru
     assert "no answer in time" in result.context["release"]
     assert result.task("release")["approvals"][0]["answered_by"] == "default at deadline"
     # notify: a local run prints who waits for what, and where
-    assert "workflow 'pipeline' waits: approval of a call of tool 'deploy'" in caplog.text
+    (notice,) = [r.getMessage() for r in caplog.records if " waits: " in r.getMessage()]
+    assert "workflow 'pipeline' waits: approval of a call of tool 'deploy'" in notice
+    assert "(task 'release')" in notice and 'Run tool \'deploy\' with {"version": "1.2"}?' in notice
+    assert result.flow_run_id and str(result.flow_run_id) in notice  # the run's page, or its id
 
 
 def test_a_task_gate_deadline_with_on_timeout_takes_the_default(make_workflow, run):

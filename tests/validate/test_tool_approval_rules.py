@@ -48,6 +48,9 @@ def test_a_block_is_checked_and_its_default_fits_the_form() -> None:
         ({"timeout": "soon"}, "timeout"),
         ({"on_timeout": {"approved": False}}, "on_timeout"),
         ({"timeout": 5, "on_timeout": {"approved": "maybe"}}, "on_timeout"),
+        ({"notify": 3}, "notify"),
+        ({"notify": ["ok-hook", "Not A Block"]}, "notify"),
+        ({"notify": []}, "notify"),
         ({"promt": "x"}, ""),
         (42, ""),
     ],
@@ -81,3 +84,10 @@ def test_the_tool_decorator_option() -> None:
     assert meta is not None and meta.metadata()["approval"] == {"prompt": "Pay {{ args.amount }}?"}
     with pytest.raises(ValueError):
         tool(approval="sometimes")(pay)  # type: ignore[arg-type]
+
+
+def test_notify_names_notification_blocks() -> None:
+    approval = parse_tool_approval({"notify": "ops-hook"})
+    assert approval is not None and approval.notify == ("ops-hook",)
+    listed = parse_tool_approval({"notify": ["slack-webhook/ops", "ops-hook", "ops-hook"]})
+    assert listed is not None and listed.notify == ("slack-webhook/ops", "ops-hook")

@@ -2,8 +2,24 @@
 
 from __future__ import annotations
 
+from ._events import (
+    DEADLINE_PREFIX,
+    LEFT_GATE,
+    NOTIFY_PREFIX,
+    NOTIFY_ROLE,
+    WAITING,
+    deadline_event,
+    deadline_window,
+)
 from ._gate import ApprovalGates
 
 __all__ = [
+    "DEADLINE_PREFIX",
+    "LEFT_GATE",
+    "NOTIFY_PREFIX",
+    "NOTIFY_ROLE",
+    "WAITING",
     "ApprovalGates",
+    "deadline_event",
+    "deadline_window",
 ]

@@ -16,8 +16,10 @@ Before a task with ``approval:`` runs, its gate finds the answer, in this order:
 
 The answer is checkpointed in the result store (``approvals/<key>.json``) and merged into the
 context. ``approval.timeout`` bounds the wait: in a terminal the gate fails at once
-(FP531); for a suspended run Prefect fails the flow run when the time is up, and a retry of
-it fails the gate (FP531), so ``on_failure`` decides.
+(FP531), or takes ``on_timeout``; for a suspended run Prefect fails the flow run when the time
+is up, and a retry of it fails the gate (FP531), so ``on_failure`` decides. With
+``on_timeout``, the deployment's deadline automation (``folpipe deploy``) schedules the run
+again at the deadline, and the gate takes the default, recorded as defaulted.
 """
 
 from __future__ import annotations
@@ -38,11 +40,12 @@ from ..._process.stored import DamagedEntry, load_stored, warn_damaged
 from ...plan import cache_key
 from ...plan.failures import ApprovalFailed, ApprovalTimedOut
 from ...redaction import redact_secrets
-from ...workflow.approval import input_fields, parse_duration, render_prompt
+from ...workflow.approval import input_fields, notify_names, parse_duration, render_prompt
 from ...workflow.names import slug
 from ...workflow.toolapproval import default_answer
 from ...workflow.tree import Task
 from ..checkpoints import StorageFiles
+from ._events import run_page
 from ._question import Asker, Question, checked_answer, timed_out
 from ._tools import PassToolGates, no_answer
 
@@ -144,7 +147,7 @@ class ApprovalGates:
             fields,
             timeout,
             default_answer(fields, approval.on_timeout, timeout),
-            notify=approval.notify,
+            notify=notify_names(approval.notify),
         )
 
     def _answer_key(
@@ -199,15 +202,12 @@ class ApprovalGates:
     def notice(self, question: Question) -> str:
         """The message of a gate that starts waiting (``approval.notify``): the workflow, the
         task or tool, the question and the run's page in the UI."""
-        workflow = getattr(getattr(self.keys, "workflow", None), "name", "?")
         flow_run = getattr(self.flow_run, "flow_run", None)
-        link = ""
-        if flow_run is not None:
-            from prefect.settings import PREFECT_UI_URL
+        link = "" if flow_run is None else f" · {run_page(flow_run) or flow_run.id}"
+        return f"workflow {self.workflow_name()!r} waits: {question.describe()}{link}"
 
-            base = PREFECT_UI_URL.value()
-            link = f" · {base}/runs/flow-run/{flow_run.id}" if base else f" · {flow_run.id}"
-        return f"workflow {workflow!r} waits: {question.describe()}{link}"
+    def workflow_name(self) -> str:
+        return str(getattr(getattr(self.keys, "workflow", None), "name", "?"))
 
     def _deployment_run(self) -> bool:
         flow_run = getattr(self.flow_run, "flow_run", None)

@@ -24,8 +24,9 @@ class Question:
     """``on_timeout``: the answer taken when ``timeout`` passes."""
     tool: str | None = None
     """The tool whose call is asked about (``None``: the task itself)."""
-    notify: Any = None
-    """``approval.notify``: who is told when the gate starts waiting."""
+    notify: tuple[str, ...] = ()
+    """``approval.notify``: the Prefect notification blocks told when the gate starts
+    waiting."""
 
     def describe(self) -> str:
         if self.tool:

@@ -1,6 +1,7 @@
 """An approval gate in a deployment's flow run: suspend the run with a typed form and let its
 process go (Prefect's ``suspend_flow_run(wait_for_input=...)``); read the answer back when the
-resumed run reaches the gate again.
+resumed run reaches the gate again. A suspended gate emits its events (``_events``): who is
+told, and, with ``on_timeout``, when the deployment's automation continues the run.
 
 The suspended run is always the top-level flow run (Prefect cannot suspend a subflow or a task
 run): its id is given explicitly, and a gate inside a ``branch_as: subflow`` branch works in a
@@ -10,16 +11,21 @@ copy of the top-level flow-run context, so the form and the answer belong to tha
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from pydantic import Field, ValidationError, create_model
 
 from ...plan.failures import ApprovalFailed
 from ...workflow.names import slug
+from ._events import DEADLINE_GRACE_S, announce, gate_payload, run_page
 from ._question import Question, checked_answer, now, timed_out
 
+DEADLINE_NOTE = "Without an answer by"
+"""Starts the form's line about a gate's deadline and default (``folpipe approvals`` reads it)."""
 ANNOTATIONS: dict[str, Any] = {
     "str": str,
     "int": int,
@@ -30,9 +36,10 @@ ANNOTATIONS: dict[str, Any] = {
 }
 
 
-def form_model(question: Question) -> Any:
+def form_model(question: Question, deadline: float | None = None) -> Any:
     """The ``RunInput`` the Prefect UI renders as the gate's form: one required field per
-    ``approval.input`` key, typed (choices become a select), described by the prompt."""
+    ``approval.input`` key, typed (choices become a select), described by the prompt (and,
+    for a gate with ``on_timeout``, what happens at ``deadline``)."""
     from prefect.input import RunInput
 
     fields: dict[str, Any] = {}
@@ -42,6 +49,10 @@ def form_model(question: Question) -> Any:
     model = create_model(f"approval_{slug(question.label, limit=40)}", __base__=RunInput, **fields)
     label = f"{question.label} · tool {question.tool}" if question.tool else question.label
     description = f"**Approval for `{label}`**\n\n{question.prompt}"
+    if deadline is not None and question.default is not None:
+        when = datetime.fromtimestamp(deadline, UTC).isoformat(timespec="seconds")
+        answer = ", ".join(f"{k}={json.dumps(v)}" for k, v in question.default.items())
+        description += f"\n\n_{DEADLINE_NOTE} {when}, the run continues with {answer}._"
     return model.with_initial_data(description=description)
 
 
@@ -65,14 +76,15 @@ async def suspend_for_answer(
         remaining = asked_at + question.timeout - now()
         if remaining <= 0:
             return await _given_before_timeout(question, pause, flow_run_id)
-    form = form_model(question)
+    deadline = asked_at + question.timeout if question.timeout is not None else None
+    form = form_model(question, deadline)
+    timeout = None
+    if remaining is not None:  # with a default, the deadline automation continues the run
+        timeout = math.ceil(remaining) + (DEADLINE_GRACE_S if question.default else 0)
     try:
         with _in_top_flow_run(top):
             given = await asuspend_flow_run(
-                wait_for_input=form,
-                flow_run_id=flow_run_id,
-                timeout=math.ceil(remaining) if remaining is not None else None,
-                key=pause,
+                wait_for_input=form, flow_run_id=flow_run_id, timeout=timeout, key=pause
             )
     except ValidationError as exc:  # resumed without (all of) the input
         raise _bad_answer(question, exc) from None
@@ -83,6 +95,9 @@ async def suspend_for_answer(
         ) from None
     if given is not None:
         return checked_answer(question, _values(given, question), "the Prefect UI")
+    url = run_page(top.flow_run)
+    payload = gate_payload(question, gates.workflow_name(), gates.notice(question), url, deadline)
+    announce(top.flow_run, payload, question)
     state = top.flow_run_suspension_request.get_state()
     raise Pause(state=state)  # the run stops here; Prefect reschedules it once answered
 

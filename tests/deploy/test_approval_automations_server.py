@@ -1,0 +1,274 @@
+"""The automations ``folpipe deploy`` registers for approval gates, end to end on a real
+``prefect server`` (its services on) and a process worker.
+
+* Deadline: a tool gate with ``timeout: 5s`` and ``on_timeout`` suspends the run; nobody
+  answers; the deployment's automation puts the run back to *Scheduled* by itself, the worker
+  runs it, the gate takes the default (recorded as defaulted), the tool never runs and the
+  run completes. Deploying twice leaves one automation; a deployment without such gates
+  gets none.
+* Notice: a gate with ``notify`` names a ``CustomWebhookNotificationBlock`` pointing at a
+  local HTTP receiver; when the run suspends, the notification reaches it and names the
+  workflow, the task and the question.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, ClassVar
+from uuid import UUID
+
+import httpx
+import pytest
+
+from prefect_folpipe.compile.report._runs import list_runs
+
+from .runs import ok, run_worker_once, trigger, with_client
+from .server import FOLPIPE, PREFECT, PrefectServer
+
+POOL = "folpipe-gate-automations"
+pytestmark = [pytest.mark.server, pytest.mark.timeout(900)]
+
+TOOLS_MD = """\
+## deploy
+> approval: {prompt: "Deploy {{ args.version }}?", input: {approved: bool, reason: str}, \
+timeout: 5s, on_timeout: {approved: false, reason: "no answer in 5 s"}}
+
+Deploy a version.
+
+```python
+from prefect_folpipe import ToolContext
+
+
+def deploy(ctx: ToolContext, version: str) -> str:
+    \"\"\"Deploy.
+
+    Args:
+        version: The version.
+    \"\"\"
+    import pathlib
+    pathlib.Path(ctx.task_dir, "deployed.txt").write_text(version)
+    return f"deployed {version}"
+```
+"""
+
+
+def _folder(root: Path, name: str, release_yaml: str, tools_md: str | None) -> Path:
+    (root / "subtasks" / "10_release").mkdir(parents=True)
+    (root / "task.yaml").write_text(
+        f"name: {name}\nproviders:\n  default: scripted\n  scripted:\n    replies: replies.yaml\n"
+    )
+    calls = {"tool_calls": [{"name": "deploy", "arguments": {"version": "1.2"}}]}
+    replies = [calls, "done"] if tools_md else ["done"]
+    (root / "replies.yaml").write_text(json.dumps({"tasks": {"release": replies}}))
+    (root / "subtasks/10_release/task.yaml").write_text(release_yaml)
+    (root / "subtasks/10_release/instructions.md").write_text("Deploy 1.2.")
+    if tools_md:
+        (root / "subtasks/10_release/tools.md").write_text(tools_md)
+    return root
+
+
+def _poll(read: Any, done: Any, timeout: float, what: str) -> Any:
+    """``read()`` until ``done(value)`` (bounded, no fixed sleep), else fail naming ``what``."""
+    deadline = time.monotonic() + timeout
+    value = read()
+    while not done(value) and time.monotonic() < deadline:
+        time.sleep(1)
+        value = read()
+    assert done(value), f"{what}: still {value!r} after {timeout:g} s"
+    return value
+
+
+def _run(server: PrefectServer, flow_run_id: UUID) -> Any:
+    async def read(client: Any) -> Any:
+        return await client.read_flow_run(flow_run_id)
+
+    return with_client(server, read)
+
+
+def _automations(server: PrefectServer, prefix: str) -> list[Any]:
+    async def read(client: Any) -> list[Any]:
+        return [a for a in await client.read_automations() if a.name.startswith(prefix)]
+
+    return with_client(server, read)
+
+
+def _fired(server: PrefectServer, prefix: str) -> list[str]:
+    """What the automations named ``prefix...`` did, as the server recorded it: their
+    ``prefect.automation.triggered`` and ``prefect.automation.action.*`` events."""
+    ids = [f"prefect.automation.{a.id}" for a in _automations(server, prefix)]
+    body = {"filter": {"resource": {"id": ids}}, "limit": 50}
+    found = httpx.post(f"{server.url}/events/filter", json=body, timeout=30).json()
+    acted = ("prefect.automation.triggered", "prefect.automation.action.")
+    return [event["event"] for event in found["events"] if event["event"].startswith(acted)]
+
+
+def _artifacts_text(server: PrefectServer, flow_run_id: UUID) -> str:
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
+
+    async def read(client: Any) -> str:
+        only = ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id]))
+        found = await client.read_artifacts(artifact_filter=only)
+        return "\n".join(json.dumps(a.data, default=str) for a in found)
+
+    return with_client(server, read)
+
+
+@pytest.fixture(scope="module")
+def pool(prefect_server: PrefectServer) -> str:
+    ok(prefect_server.run([PREFECT, "work-pool", "create", POOL, "--type", "process"]))
+    return POOL
+
+
+def test_a_gate_past_its_deadline_continues_by_itself_with_the_default(
+    prefect_server: PrefectServer, pool: str, tmp_path: Path
+) -> None:
+    server = prefect_server
+    folder = _folder(tmp_path / "deadline", "deadline", "name: release\n", TOOLS_MD)
+    for _ in range(2):  # deploying again replaces the automation, never duplicates it
+        deployed = ok(
+            server.run([FOLPIPE, "deploy", str(folder), "--name", "d", "--pool", pool, "--json"])
+        )
+    assert json.loads(deployed.stdout)["automations"] == ["deadline/d: approval deadlines"]
+    (automation,) = _automations(server, "deadline/d: ")
+    assert automation.actions[0].type == "change-flow-run-state"
+
+    flow_run_id = trigger(server, "deadline/d")
+    run_worker_once(server, pool, tmp_path / "worker-1.log")
+    suspended = _run(server, flow_run_id)
+    assert suspended.state.name == "Suspended", suspended.state
+    # nobody answers: the automation schedules the run again once the deadline passed
+    resumed = _poll(
+        lambda: _run(server, flow_run_id).state.name,
+        lambda name: name != "Suspended",
+        120,
+        "the suspended run past its deadline",
+    )
+    assert resumed in {"Resuming", "Scheduled", "Pending", "Running"}, resumed
+    run_worker_once(server, pool, tmp_path / "worker-2.log")
+    done = _poll(
+        lambda: _run(server, flow_run_id).state,
+        lambda state: state.is_final(),
+        60,
+        "the resumed run",
+    )
+    assert done.name == "Completed", done
+    assert not (folder / "subtasks/10_release/deployed.txt").exists()  # declined by default
+    # recorded as defaulted, not as a person's answer: run record, status, the run's artifacts
+    latest = max(list_runs(folder), key=lambda r: str(r.get("started_at")))
+    (line,) = latest["approvals"]
+    assert 'approved=false, reason="no answer in 5 s" (default at deadline' in line, line
+    status = json.loads(ok(server.run([FOLPIPE, "status", str(folder), "--json"])).stdout)
+    assert "default at deadline" in json.dumps(status)
+    assert "default at deadline" in _artifacts_text(server, flow_run_id)
+    assert "prefect.automation.action.executed" in _fired(server, "deadline/d: ")
+
+
+def test_an_answer_before_the_deadline_keeps_the_automation_quiet(
+    prefect_server: PrefectServer, pool: str, tmp_path: Path
+) -> None:
+    server = prefect_server
+    tools = TOOLS_MD.replace("timeout: 5s", "timeout: 30s")
+    folder = _folder(tmp_path / "answered", "answered", "name: release\n", tools)
+    ok(server.run([FOLPIPE, "deploy", str(folder), "--name", "a", "--pool", pool]))
+    flow_run_id = trigger(server, "answered/a")
+    run_worker_once(server, pool, tmp_path / "worker-1.log")
+    suspended = _run(server, flow_run_id)
+    assert suspended.state.name == "Suspended", suspended.state
+    answer = [FOLPIPE, "approvals", "answer", str(flow_run_id), "approved=yes", "reason=go"]
+    ok(server.run(answer))
+    run_worker_once(server, pool, tmp_path / "worker-2.log")
+    assert _run(server, flow_run_id).state.name == "Completed"
+    assert (folder / "subtasks/10_release/deployed.txt").read_text() == "1.2"
+    # past the deadline (and a proactive evaluation or two), the finished run stays finished:
+    # the answer's `Resuming` event told the automation the gate was left
+    quiet_until = suspended.state.timestamp.timestamp() + 30 + 20
+    while time.time() < quiet_until:
+        assert _run(server, flow_run_id).state.name == "Completed"
+        time.sleep(1)
+    (line,) = max(list_runs(folder), key=lambda r: str(r.get("started_at")))["approvals"]
+    assert "(Prefect UI" in line, line
+    assert _fired(server, "answered/a: ") == []
+
+
+def test_a_deployment_without_deadline_defaults_gets_no_automation(
+    prefect_server: PrefectServer, pool: str, tmp_path: Path
+) -> None:
+    gate = 'approval: {prompt: "Ship?", timeout: 1h}\n'
+    folder = _folder(tmp_path / "plain", "plain", f"name: release\n{gate}", None)
+    deployed = ok(
+        prefect_server.run(
+            [FOLPIPE, "deploy", str(folder), "--name", "p", "--pool", pool, "--json"]
+        )
+    )
+    assert json.loads(deployed.stdout)["automations"] == []
+    assert _automations(prefect_server, "plain/p: ") == []
+
+
+class _Receiver(BaseHTTPRequestHandler):
+    received: ClassVar[list[dict[str, Any]]] = []
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers.get("content-length", "0")))
+        type(self).received.append(json.loads(body or b"{}"))
+        self.send_response(200)
+        self.end_headers()
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def receiver() -> Iterator[tuple[str, list[dict[str, Any]]]]:
+    """An HTTP receiver on 127.0.0.1 that keeps every JSON body posted to it."""
+    _Receiver.received = []
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Receiver)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}/hook", _Receiver.received
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_a_waiting_gate_is_announced_through_a_notification_block(
+    prefect_server: PrefectServer,
+    pool: str,
+    tmp_path: Path,
+    receiver: tuple[str, list[dict[str, Any]]],
+) -> None:
+    from prefect.blocks.notifications import CustomWebhookNotificationBlock
+
+    url, received = receiver
+
+    async def save(client: Any) -> None:
+        block = CustomWebhookNotificationBlock(
+            name="approvals",
+            url=url,
+            json_data={"subject": "{{subject}}", "body": "{{body}}"},
+            allow_private_urls=True,
+        )
+        await block.save("ops-hook", overwrite=True, client=client)
+
+    with_client(prefect_server, save)
+    gate = 'approval: {prompt: "Ship release 1.2 to production?", notify: ops-hook}\n'
+    folder = _folder(tmp_path / "noticed", "noticed", f"name: release\n{gate}", None)
+    deployed = ok(
+        prefect_server.run(
+            [FOLPIPE, "deploy", str(folder), "--name", "n", "--pool", pool, "--json"]
+        )
+    )
+    assert json.loads(deployed.stdout)["automations"] == ["noticed/n: approval notice via ops-hook"]
+    flow_run_id = trigger(prefect_server, "noticed/n")
+    run_worker_once(prefect_server, pool, tmp_path / "worker.log")
+    assert _run(prefect_server, flow_run_id).state.name == "Suspended"
+    (message,) = _poll(lambda: list(received), bool, 90, "the notification")
+    text = f"{message['subject']}\n{message['body']}"
+    assert "noticed" in text and "release" in text, text
+    assert "Ship release 1.2 to production?" in text, text
+    assert str(flow_run_id) in text, text  # the link to the run in the UI
