@@ -265,6 +265,22 @@ def _task_report(
     return key, lambda: render_task(task, label, view), f"folpipe task {label}"
 
 
+def render_gate(label: str, declined: bool, message: str) -> str:
+    """Markdown of a task its approval gate kept from running: what was answered, by whom."""
+    what = "declined: the task did not run" if declined else "unanswered: the task failed"
+    return "\n".join([f"# {label}: {what}", "", _fenced(message, "")])
+
+
+def queue_gate_artifact(
+    workflow_name: str, task: Task, label: str, declined: bool, message: str
+) -> None:
+    """Queue the report of a task its gate kept from running (the key of its own report)."""
+    key = task_artifact_key(workflow_name, task, "single")
+    state = "declined" if declined else "unanswered"
+    render = lambda: render_gate(label, declined, message)  # noqa: E731
+    _submit(key, "markdown", f"folpipe task {label}: {state}", render, _task_run_id())
+
+
 def render_restored(label: str, entries: Sequence[Any]) -> str:
     """Markdown: every task a restored run brought back and the checkpoint it came from."""
     cached = [entry for entry in entries if entry.status == "cached"]
