@@ -319,12 +319,17 @@ def _print_outcome(console: Any, result: Any) -> None:
 
 
 def checkpoint_line(result: Any) -> str | None:
-    """``7 of 9 tasks from checkpoints (--fresh to re-run)``, when any task was reused."""
-    ran = [row for row in result.tasks if row["status"] in ("completed", "cached", "failed")]
-    reused = sum(1 for row in ran if row["status"] == "cached")
-    if not reused:
+    """``7 of 9 tasks from checkpoints (--fresh to re-run)``, when any task was reused; the
+    other outcomes follow when there are any (``2 ran, 1 skipped``). Counted as ``folpipe
+    status`` and the run summary count (``compile.report.count_tasks``)."""
+    from ..compile.report import count_tasks
+
+    counts = count_tasks(row["status"] for row in result.tasks)
+    if not counts.cached:
         return None
-    return f"{reused} of {len(ran)} tasks from checkpoints (--fresh to re-run)"
+    others = ([f"{counts.completed} ran"] if counts.completed else []) + counts.rest()
+    tail = f"; {', '.join(others)}" if others else ""
+    return f"{counts.cached} of {counts.total} tasks from checkpoints{tail} (--fresh to re-run)"
 
 
 def run_options(
