@@ -105,8 +105,8 @@ def task_statuses(
     latest attempt of each (a loop's iterations and a branch's passes settle as the run
     document does: a failed last one wins, then completed, then cached), restores standing
     for the tasks they cover, branches without a run of their own from their children, the
-    root from the flow run's state; tasks without a run ``skipped`` (``pending`` while the
-    flow run is not final)."""
+    root from the flow run's state; tasks without a run ``skipped`` once the flow run is
+    final (the run document's word for a task that did not run), else ``pending``."""
     tasks = every_task(root)
     paths = [task.path for task in tasks]
     seen: dict[str, list[tuple[Any, str]]] = {}
@@ -150,7 +150,7 @@ def _settle(own: list[str], below: list[str], final: bool, *, root: bool, state:
         return "running"
     if "pending" in below and not final:
         return "pending"
-    ran = [status for status in below if status != "skipped"]
+    ran = [status for status in below if status not in ("skipped", "pending")]
     if ran:
         return "cached" if all(status == "cached" for status in ran) else "completed"
-    return "skipped" if final else "pending"
+    return "skipped" if final else "pending"  # not run, as the run document says it
