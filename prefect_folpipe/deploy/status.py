@@ -319,7 +319,7 @@ async def _add_costs(client: Any, workflow: Workflow, summaries: list[RunSummary
             continue
         record = records.get(summary.flow_run_id) or {}
         counted = [row for row in record.get("tasks") or () if isinstance(row, dict)]
-        if counted and record.get("status") != "running":
+        if counted and record.get("status") not in ("running", "crashed"):  # else a second old
             summary.tasks = count_tasks(str(row.get("status")) for row in counted)
             summary.counted_from = "run record"
         summary.approvals = [str(a) for a in record.get("approvals") or ()]
