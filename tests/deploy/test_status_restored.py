@@ -80,8 +80,11 @@ def test_a_declined_gate_counts_as_skipped_and_a_fully_restored_tree_as_cached()
         run("root: every task (restored from checkpoints)", "Cached", "COMPLETED", 0),
     ]
     assert set(task_statuses(runs, set(), _tree(), FINAL).values()) == {"cached"}
-    declined = [run("research", "Declined", "CANCELLED", 0), run("write", "Completed", "COMPLETED", 1),
-                run("write/draft", "Completed", "COMPLETED", 1)]  # fmt: skip
+    declined = [
+        run("research", "Declined", "CANCELLED", 0),
+        run("write", "Completed", "COMPLETED", 1),
+        run("write/draft", "Completed", "COMPLETED", 1),
+    ]
     statuses = task_statuses(declined, set(), _tree(), FINAL)
     assert statuses["research"] == "skipped" and statuses[""] == "completed"
 
