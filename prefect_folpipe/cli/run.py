@@ -312,6 +312,10 @@ def _print_outcome(console: Any, result: Any) -> None:
         + f" · flow run {result.flow_run_id}",
         soft_wrap=True,  # the terminal wraps it: the id stays whole for copy and grep
     )
+    declined = [row for row in result.tasks if str(row.get("error") or "").startswith("declined")]
+    for row in declined[:5]:  # an approval said no: the table shows only "skipped"
+        console.print(f"– {row['path'] or '(root)'}: {row['error']}", markup=False,
+                      highlight=False, soft_wrap=True)  # fmt: skip
     if result.status == "failed":
         failed = [row for row in result.tasks if row["status"] == "failed" and row["error"]]
         for row in failed[:5]:

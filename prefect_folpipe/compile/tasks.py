@@ -11,6 +11,7 @@ from prefect import Flow
 from prefect import Task as PrefectTask
 from prefect.cache_policies import NO_CACHE
 from prefect.context import TaskRunContext
+from prefect.logging import get_run_logger
 from prefect.states import Cancelled, Completed, Failed
 
 from .._process.wording import plural
@@ -185,6 +186,7 @@ async def show_gate(
     tag_task_run(TaskRunContext.get(), late_tags)
     if spec is None or spec.artifacts == "all":
         artifacts.queue_gate_artifact(workflow_name, task, label, declined, message)
+    get_run_logger().info("%s", message)  # the task run's Logs tab says it in words
     if declined:
         return Cancelled(name="Declined", message=message)
     return Failed(name="Unanswered", message=message)

@@ -312,10 +312,10 @@ async def _add_costs(client: Any, workflow: Workflow, summaries: list[RunSummary
         if rows is not None:
             summary.tasks = count_tasks(str(row.get("status")) for row in rows)
             summary.counted_from = "summary"
-            summary.cost_usd = round(sum(float(r.get("cost_usd") or 0) for r in rows), 6)
-            summary.model_calls = sum(int(r.get("model_calls") or 0) for r in rows)
+            summary.cost_usd = round(sum(float(_cell(r, "usd", "cost_usd")) for r in rows), 6)
+            summary.model_calls = sum(int(_cell(r, "calls", "model_calls")) for r in rows)
             summary.tokens = sum(int(r.get("tokens") or 0) for r in rows)
-            summary.approvals = [str(r["approvals"]) for r in rows if r.get("approvals")]
+            summary.approvals = _approvals(rows, records.get(summary.flow_run_id))
             continue
         record = records.get(summary.flow_run_id) or {}
         counted = [row for row in record.get("tasks") or () if isinstance(row, dict)]
@@ -328,6 +328,25 @@ async def _add_costs(client: Any, workflow: Workflow, summaries: list[RunSummary
             usage = record.get("usage") or {}
             summary.model_calls = usage.get("model_calls")
             summary.tokens = (usage.get("input_tokens") or 0) + (usage.get("output_tokens") or 0)
+
+
+def _cell(row: dict[str, Any], name: str, before: str) -> Any:
+    """A summary cell by its name, or by the name older runs' summaries gave it."""
+    return row.get(name, row.get(before)) or 0
+
+
+def _approvals(rows: list[dict[str, Any]], record: dict[str, Any] | None) -> list[str]:
+    """The gates answered in a run: its run record says them whole; an older run's summary
+    had an ``approvals`` column; else each answered gate's note (``declined by ...``)."""
+    if record and record.get("approvals"):
+        return [str(a) for a in record["approvals"]]
+    if any(r.get("approvals") for r in rows):
+        return [str(r["approvals"]) for r in rows if r.get("approvals")]
+    notes = [(r.get("task"), str(r.get("note") or "")) for r in rows]
+    return [f"{task}: {note}" for task, note in notes if note.startswith(VERDICTS)]
+
+
+VERDICTS = ("approved by ", "declined by ", "answered by ")
 
 
 async def _summary_tables(
