@@ -86,8 +86,12 @@ def test_a_long_error_is_cut_to_one_short_cell() -> None:
 
 
 def test_an_answered_gate_is_a_short_note_who_answered_is_in_it() -> None:
-    declined = {"target": "publish", "answer": {"approved": False, "reason": "x" * 80},
-                "answered_by": "Prefect UI", "answered_at": "2026-12-04T19:02:57+00:00"}  # fmt: skip
+    declined = {
+        "target": "publish",
+        "answer": {"approved": False, "reason": "x" * 80},
+        "answered_by": "Prefect UI",
+        "answered_at": "2026-12-04T19:02:57+00:00",
+    }
     error = "declined: approved=false ... (Prefect UI, ...); skip_if skipped the task"
     rows = summary_rows([
         _row("publish", "skipped", error=error, approvals=[declined]),
