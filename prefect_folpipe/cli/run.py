@@ -312,6 +312,10 @@ def _print_outcome(console: Any, result: Any) -> None:
         + f" · flow run {result.flow_run_id}",
         soft_wrap=True,  # the terminal wraps it: the id stays whole for copy and grep
     )
+    declined = [row for row in result.tasks if str(row.get("error") or "").startswith("declined")]
+    for row in declined[:5]:  # an approval said no: the table shows only "skipped"
+        console.print(f"– {row['path'] or '(root)'}: {row['error']}", markup=False,
+                      highlight=False, soft_wrap=True)  # fmt: skip
     if result.status == "failed":
         failed = [row for row in result.tasks if row["status"] == "failed" and row["error"]]
         for row in failed[:5]:
@@ -319,12 +323,17 @@ def _print_outcome(console: Any, result: Any) -> None:
 
 
 def checkpoint_line(result: Any) -> str | None:
-    """``7 of 9 tasks from checkpoints (--fresh to re-run)``, when any task was reused."""
-    ran = [row for row in result.tasks if row["status"] in ("completed", "cached", "failed")]
-    reused = sum(1 for row in ran if row["status"] == "cached")
-    if not reused:
+    """``7 of 9 tasks from checkpoints (--fresh to re-run)``, when any task was reused; the
+    other outcomes follow when there are any (``2 ran, 1 skipped``). Counted as ``folpipe
+    status`` and the run summary count (``compile.report.count_tasks``)."""
+    from ..compile.report import count_tasks
+
+    counts = count_tasks(row["status"] for row in result.tasks)
+    if not counts.cached:
         return None
-    return f"{reused} of {len(ran)} tasks from checkpoints (--fresh to re-run)"
+    others = ([f"{counts.completed} ran"] if counts.completed else []) + counts.rest()
+    tail = f"; {', '.join(others)}" if others else ""
+    return f"{counts.cached} of {counts.total} tasks from checkpoints{tail} (--fresh to re-run)"
 
 
 def run_options(

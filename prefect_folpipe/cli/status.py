@@ -1,4 +1,4 @@
-"""``folpipe status``: recent runs of a workflow (state, duration, tasks cached / failed, cost).
+"""``folpipe status``: recent runs of a workflow (state, duration, how its tasks ended, cost).
 
 Reads the Prefect API: the server of ``PREFECT_API_URL``, or the local ephemeral history.
 """
@@ -18,7 +18,8 @@ from ._render import get_console, handle_errors, print_json
 @click.option("--limit", "-l", default=10, show_default=True, help="How many runs to show.")
 @click.option("--json", "as_json", is_flag=True, help='Print {"workflow", "runs": [...]}.')
 def command(path: str, limit: int, as_json: bool) -> None:
-    """List the recent runs of the workflow folder PATH, newest first."""
+    """List the recent runs of the workflow folder PATH, newest first: its tasks counted as the
+    run summary counts them (one per task, the root included)."""
     from ..deploy.options import load
     from ..deploy.status import recent_runs
 
@@ -40,8 +41,10 @@ def command(path: str, limit: int, as_json: bool) -> None:
     table = Table(title=f"Recent runs of {workflow.name}", title_justify="left")
     notes = any(run.message for run in runs)
     answered = any(run.approvals for run in runs)
-    columns = ("flow run", "state", "started", "duration", "tasks", "cached", "failed", "cost")
-    extra = (("why",) if notes else ()) + (("approvals",) if answered else ())
+    skipped = any(run.tasks.skipped for run in runs)
+    columns = ("flow run", "state", "started", "duration", "tasks", "ran", "cached", "failed")
+    columns += ("skipped",) if skipped else ()
+    extra = ("cost",) + (("why",) if notes else ()) + (("approvals",) if answered else ())
     for column in (*columns, *extra):
         table.add_column(column, overflow="fold")
     for run in runs:
@@ -53,8 +56,10 @@ def command(path: str, limit: int, as_json: bool) -> None:
             (run.start_time or "")[:19].replace("T", " "),
             duration,
             str(run.tasks.total),
+            str(run.tasks.completed),
             str(run.tasks.cached),
             str(run.tasks.failed),
+            *([str(run.tasks.skipped)] if skipped else []),
             f"${run.cost_usd:.4f}" if run.cost_usd is not None else "",
             *([_why(run.message)] if notes else []),
             *(["\n".join(run.approvals)] if answered else []),

@@ -36,7 +36,13 @@ from .checkpoints import current as current_events
 from .executor import LOG, LiveMode, TreeExecutor
 from .history import keep as keep_history
 from .history import rerun_line, rerun_report
-from .infra import SETTLE, interruption, prefix_every_line, settle_crashed_runs
+from .infra import (
+    SETTLE,
+    interruption,
+    prefix_every_line,
+    settle_crashed_runs,
+    settle_earlier_attempt,
+)
 from .options import RunOptions
 from .passes import FlowRuntime
 from .report import (
@@ -301,6 +307,8 @@ async def _start_record(
     if not options.keep_run_record or options.only:
         return None
     await settle_crashed_runs(workflow.root_dir)
+    context_now = FlowRunContext.get()
+    await settle_earlier_attempt(context_now.flow_run if context_now else None)
     return RunRecord.start(workflow, context, options, flow_run_id, rerun_id=rerun_id)
 
 
@@ -415,7 +423,10 @@ async def _tag_flow_run(tags: Sequence[str]) -> str | None:
 def _summary(workflow: Workflow, result: RunResult, elapsed: float) -> None:
     key = artifacts.summary_key(workflow.name)
     cost = result.costs.total_usd if result.costs else 0.0
-    description = f"folpipe run of {workflow.name}: {result.status} in {elapsed:.1f}s, ${cost:.4f}"
+    description = (
+        f"folpipe run of {workflow.name}: {result.status} in {elapsed:.1f}s, ${cost:.4f}; "
+        + result.counts().line()
+    )
     if result.rerun is not None:
         description += f"; {rerun_line(result.rerun)}"
     artifacts.submit_summary(key, result.tasks, description, result.costs)

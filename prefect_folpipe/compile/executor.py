@@ -36,7 +36,8 @@ from .approvals import ApprovalGates
 from .checkpoints import BlockLocks, CheckpointLocks, Restorer, checkpoint_key_of, own_checkpoint
 from .infra import SETTLE
 from .report import RunTracker
-from .runner import Runners
+from .report.artifacts import approval_text
+from .runner import Runners, forget_result_links
 from .tags import RunTags
 from .tasks import PrefectTasks
 
@@ -210,10 +211,13 @@ class TreeExecutor:
             if early and await self.policy.should_skip(child, context, timeout):
                 self.tracker.skip_tree(child, None)
                 return Outcome("skipped")
-            answer = await self.gate(child, context, scope)
+            answer = await self.gated(child, context, scope)
             context = {**context, **answer} if answer else context
             if not early and await self.policy.should_skip(child, context, timeout):
-                self.tracker.skip_tree(child, None)
+                reason = self.declined(child) if answer else None
+                self.tracker.skip_tree(child, reason)
+                if reason:
+                    await self.mode_call("show_gate", child, scope, True, reason)
                 return Outcome("skipped", dict(answer))  # the answer routes what follows
             if child.children:
                 outcome = await self.mode.call_branch(self, child, context, scope, wait_for)
@@ -233,6 +237,26 @@ class TreeExecutor:
     async def gate(self, task: Task, context: dict[str, Any], scope: Scope) -> dict[str, Any]:
         """The answer of ``task``'s approval gate (``{}`` without one)."""
         return await self.mode.gate(self, task, context, scope)
+
+    async def gated(self, task: Task, context: dict[str, Any], scope: Scope) -> dict[str, Any]:
+        """``gate``; a gate nobody answered shows as the task's own run, ``Unanswered``."""
+        try:
+            return await self.gate(task, context, scope)
+        except Exception as exc:
+            await self.mode_call("show_gate", task, scope, False, describe_error(exc))
+            raise
+
+    def declined(self, task: Task) -> str:
+        """Why a task whose gate was answered did not run: the answer, who gave it, when."""
+        answers = self.tracker.records[task.path].approvals
+        given = approval_text(answers[-1]) if answers else "an answer"
+        return f"declined: {given}; skip_if skipped the task"
+
+    async def mode_call(self, name: str, *args: Any) -> None:
+        """Call the mode's optional ``name`` (only a live run shows gates in Prefect)."""
+        call = getattr(self.mode, name, None)
+        if call is not None:
+            await call(self, *args)
 
     def not_run(self, child: Task, reason: str) -> None:
         if self.tracker.records[child.path].status == "failed":
@@ -294,6 +318,7 @@ class LiveMode:
             if locked and key is not None:
                 self.locks.release(key, settled=not _completed(state))
         SETTLE.expect(state)
+        forget_result_links(state)
         outcome = await settle_pass(task, state)
         if outcome.status == "cached":  # the pass did not run: its checkpoint answered
             telemetry.restored(task.path, parameters["label"], phase)
@@ -332,6 +357,7 @@ class LiveMode:
         # every level's frames (a RecursionError past ~95 levels); a task awaits its child
         # task without that chain, and cancelling the parent still cancels the child
         state = await asyncio.ensure_future(ex.tasks.branch(task)(**call))
+        forget_result_links(state)
         if not subflow:
             SETTLE.expect(state)
         if state.is_completed():
@@ -343,6 +369,17 @@ class LiveMode:
 
     def child_done(self, child: Task, scope: Scope, outcome: Outcome) -> Outcome:
         return outcome
+
+    async def show_gate(
+        self, ex: TreeExecutor, task: Task, scope: Scope, declined: bool, message: str
+    ) -> None:
+        """The task run of a task its gate kept from running (never fails the run)."""
+        try:
+            run = ex.tasks.gate_outcome(task)
+            await run(label=scope.label(task.path), declined=declined, message=message,
+                      return_state=True)  # fmt: skip
+        except Exception as exc:
+            LOG.debug("the gate of %s not shown: %s", task.path, exc)
 
 
 def _edge_past_failure(outcome: Outcome) -> Outcome:

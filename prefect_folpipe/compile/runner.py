@@ -1,4 +1,5 @@
-"""Which task runner runs a pass: Prefect's default (awaited in the flow's process) or Dask.
+"""Which task runner runs a pass: Prefect's default (awaited in the flow's process) or Dask;
+and a finished run's result forgotten by Prefect's dependency tracking.
 
 The leaf task is the same either way (``compile.leaf``); only how it is started differs. A
 directly awaited task bypasses the flow's task runner, so a pass whose task says
@@ -10,6 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
+
+from prefect.context import FlowRunContext
+from prefect.utilities.collections import visit_collection
 
 from ..plan import NodePlan, Plan
 from ..plan.execution import Outcome
@@ -69,3 +73,28 @@ class Runners:
     async def aclose(self) -> None:
         if self.dask is not None:
             await self.dask.aclose()
+
+
+def forget_result_links(state: Any) -> None:
+    """Drop Prefect's links from a finished run's result to its state.
+
+    Prefect remembers each task result (and its items) by ``id()`` and draws a dependency
+    arrow to any later task run given an object with that id. A list or a string cannot be
+    checked for identity, so once the result is freed, a new parameter at the same address
+    (a pass's ``scope`` list, its label) showed an arrow to a task it never waited for. The
+    executor hands states on itself (``wait_for``, a ``graph``'s edges), so nothing is lost.
+    """
+    context = FlowRunContext.get()
+    details = getattr(state, "state_details", None)
+    if context is None or details is None:
+        return
+    run_id = details.task_run_id or details.flow_run_id
+    data = getattr(state, "data", None)
+    result = getattr(data, "result", data)
+    items: list[Any] = []
+    visit_collection(result, items.append, return_data=False, max_depth=1)  # as Prefect links
+    for item in items:
+        entry = context.run_results.get(id(item))
+        linked = entry[0].state_details if entry else None
+        if linked is not None and run_id in (linked.task_run_id, linked.flow_run_id):
+            context.run_results.pop(id(item), None)

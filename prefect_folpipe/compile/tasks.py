@@ -11,7 +11,8 @@ from prefect import Flow
 from prefect import Task as PrefectTask
 from prefect.cache_policies import NO_CACHE
 from prefect.context import TaskRunContext
-from prefect.states import Completed
+from prefect.logging import get_run_logger
+from prefect.states import Cancelled, Completed, Failed
 
 from .._process.wording import plural
 from ..plan import Plan
@@ -47,6 +48,7 @@ class PrefectTasks:
         self._leaves: dict[tuple[str, str], PrefectTask[..., Any]] = {}
         self._branches: dict[str, Any] = {}
         self._restored: dict[str, PrefectTask[..., Any]] = {}
+        self._gates: dict[str, PrefectTask[..., Any]] = {}
         self._options: dict[tuple[str, str], tuple[LeafRef, dict[str, Any]]] = {}
 
     def bind(self, spec: RunSpec, runtime: Any, executor: Any) -> None:
@@ -108,6 +110,24 @@ class PrefectTasks:
             )
         return built
 
+    def gate_outcome(self, task: Task) -> PrefectTask[..., Any]:
+        """The task run of a task its approval gate kept from running: ``Declined`` (the
+        answer made its ``skip_if`` skip it) or ``Unanswered`` (nobody answered in time),
+        named as the task's own run would be, the answer and who gave it in its message."""
+        built = self._gates.get(task.path)
+        if built is None:
+            creation = self.tags.at_creation(task, "approval")
+            late = self.tags.late(task, "approval")
+            built = self._gates[task.path] = PrefectTask(
+                partial(show_gate, self.workflow_name, task, self.spec, late),
+                name=f"{task.name} (approval)",
+                task_run_name="{label}",
+                cache_policy=NO_CACHE,
+                persist_result=False,
+                tags=creation,
+            )
+        return built
+
     def _build_branch(self, task: Task) -> Any:
         body = partial(run_branch, self.executor, task.path)
         body.__name__ = f"folpipe_branch_{slug(task.path, limit=40)}"  # type: ignore[attr-defined]
@@ -155,3 +175,18 @@ async def show_restored(
     cached = sum(1 for entry in restored if entry.status == "cached")
     message = f"{plural(cached, 'pass')} restored from checkpoints, nothing ran"
     return Completed(name="Cached", message=message)
+
+
+async def show_gate(
+    workflow_name: str, task: Task, spec: Any, late_tags: list[str], label: str,
+    declined: bool, message: str,
+) -> Any:  # fmt: skip
+    """The body of a gate's task run: the task's report (queued), then its state."""
+    WRITER.touch()
+    tag_task_run(TaskRunContext.get(), late_tags)
+    if spec is None or spec.artifacts == "all":
+        artifacts.queue_gate_artifact(workflow_name, task, label, declined, message)
+    get_run_logger().info("%s", message)  # the task run's Logs tab says it in words
+    if declined:
+        return Cancelled(name="Declined", message=message)
+    return Failed(name="Unanswered", message=message)

@@ -56,9 +56,14 @@ def _resumable(run: Any) -> Resumable:
 
 
 async def latest_failed_run(workflow: Workflow) -> Resumable | None:
-    """The folder's most recent failed or crashed run known to the API, if any."""
+    """The folder's most recent failed or crashed run known to the API, if any (a run whose
+    process was killed is first marked ``Crashed``, so a killed deployment run is retried
+    through the API rather than run again here)."""
     from prefect.client.orchestration import get_client
 
+    from ..compile.infra import settle_crashed_runs
+
+    await settle_crashed_runs(workflow.root_dir)
     async with get_client() as client:
         for run in await top_level_runs(client, workflow, LOOKBACK):
             if run.state is not None and run.state.type.value in RESUMABLE:

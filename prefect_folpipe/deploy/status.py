@@ -5,15 +5,16 @@ A workflow's runs are the top-level flow runs of its own flow (named after the w
 parameter is the folder, and any top-level run tagged ``workflow:<name>`` (deployment tags).
 Several folders may hold workflows of the same name, so a run counts for this folder when
 it is in the folder's run records (``.folpipe/runs/``), when its deployment works in this
-folder, or when it is an unfinished ad-hoc run. Task counts cover the run and all its subflow
-runs; subflow placeholder task runs are not counted. Works against the ephemeral history
+folder, or when it is an unfinished ad-hoc run. Works against the ephemeral history
 (``$PREFECT_HOME``) as well as a server.
 
-Task counts are per task run *name* (the task path, ``path[i]`` in loops), the latest attempt
-winning: a run retried from the UI or by ``folpipe resume`` holds the task runs of both
-attempts, and counts as the workflow's tasks once, as its own report does. All runs are read
-in a few batched requests (runs, their subflow runs level by level, their task runs), so the
-command costs about the same for one run or twenty.
+Task counts are one per task of the tree, the root included, as the run summary and the line
+``folpipe run`` prints count them (``compile.report.count_tasks``): read from the run's
+summary artifact, else its run record, else (a run still going, or killed) from its task
+runs, the latest attempt of each (``deploy.taskruns``: a run retried from the UI or by
+``folpipe resume`` holds the task runs of every attempt). All runs are read in a few batched
+requests (runs, their subflow runs level by level, their task runs), so the command costs
+about the same for one run or twenty.
 """
 
 from __future__ import annotations
@@ -23,23 +24,15 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID
 
-from ..workflow.names import GENERIC_FLOW_NAME, restored_paths
-from ..workflow.tree import Workflow
+from ..compile.report import TaskCounts, count_tasks
+from ..workflow.names import GENERIC_FLOW_NAME
+from ..workflow.tree import Task, Workflow
+from .taskruns import latest_attempts, task_statuses
+
+__all__ = ["RunSummary", "latest_attempts", "recent_runs", "summarise", "top_level_runs"]
 
 PAGE = 200
 MAX_DEPTH = 32
-
-
-@dataclass
-class TaskCounts:
-    """Task runs of one workflow run, by outcome."""
-
-    total: int = 0
-    completed: int = 0
-    cached: int = 0
-    failed: int = 0
-    running: int = 0
-    other: int = 0
 
 
 @dataclass
@@ -58,6 +51,10 @@ class RunSummary:
     parameters: dict[str, Any]
     tags: list[str]
     tasks: TaskCounts = field(default_factory=TaskCounts)
+    """How its tasks ended, counted as the run summary and ``folpipe run`` count them."""
+    counted_from: str = "task runs"
+    """Where ``tasks`` was read: ``summary`` (the run's summary artifact), ``run record``
+    (``.folpipe/runs/``), or ``task runs`` (a run without either: running, or killed)."""
     cost_usd: float | None = None
     """Estimated cost of the run's model calls (from its summary artifact or run record)."""
     model_calls: int | None = None
@@ -239,66 +236,6 @@ async def _task_runs(client: Any, flow_run_ids: list[UUID]) -> list[Any]:
     )
 
 
-def latest_attempts(task_runs: list[Any], placeholders: set[UUID]) -> list[Any]:
-    """One task run per (flow run, name): the latest attempt (a retried flow run holds the
-    task runs of every attempt); subflow placeholders left out."""
-    latest: dict[tuple[Any, str], Any] = {}
-    for run in task_runs:
-        if run.id in placeholders or run.state is None:
-            continue
-        key = (run.flow_run_id, run.name)
-        if key not in latest or _when(run) >= _when(latest[key]):
-            latest[key] = run
-    restores = [
-        (run, covered)
-        for run in latest.values()
-        if (covered := restored_paths(run.tags or ())) is not None
-    ]
-    return [run for run in latest.values() if not _superseded(run, restores)]
-
-
-def _superseded(run: Any, restores: list[tuple[Any, list[str]]]) -> bool:
-    """True when a later attempt of the same flow run restored this task from its checkpoint
-    (a retried run then holds both; the UI's latest word on the task is the restore)."""
-    for restore, covered in restores:
-        if restore.flow_run_id != run.flow_run_id or restore is run:
-            continue
-        if _when(run) < _when(restore) and any(_under(run.name, p) for p in covered):
-            return True
-    return False
-
-
-def _under(name: str, prefix: str) -> bool:
-    """Whether task run ``name`` is the task ``prefix``, below it, or one of its passes or
-    iterations (``""``: every task)."""
-    if not prefix or name == prefix:
-        return True
-    return name.startswith((f"{prefix}/", f"{prefix}[", f"{prefix} "))
-
-
-def _when(run: Any) -> Any:
-    return run.start_time or run.expected_start_time or run.created
-
-
-def count_tasks(task_runs: list[Any], placeholders: set[UUID]) -> TaskCounts:
-    """Count task runs by outcome: the latest attempt of each, subflow placeholders left out."""
-    counts = TaskCounts()
-    for run in latest_attempts(task_runs, placeholders):
-        counts.total += 1
-        kind = run.state.type.value
-        if run.state.name == "Cached":
-            counts.cached += 1
-        elif kind == "COMPLETED":
-            counts.completed += 1
-        elif kind in ("FAILED", "CRASHED"):
-            counts.failed += 1
-        elif kind == "RUNNING":
-            counts.running += 1
-        else:
-            counts.other += 1
-    return counts
-
-
 def _duration(run: Any) -> float | None:
     if run.start_time and run.end_time:
         return round((run.end_time - run.start_time).total_seconds(), 3)
@@ -312,11 +249,13 @@ def _iso(value: Any) -> str | None:
 
 
 def summarise(
-    run: Any, flow_name: str, task_runs: list[Any], placeholders: set[UUID]
+    run: Any, flow_name: str, task_runs: list[Any], placeholders: set[UUID], root: Task
 ) -> RunSummary:
-    """One run's summary from its own and its subflow runs' task runs."""
+    """One run's summary from its own and its subflow runs' task runs (``recent_runs`` then
+    counts its tasks from its run document when there is one)."""
     state = run.state
     latest = latest_attempts(task_runs, placeholders)
+    statuses = task_statuses(task_runs, placeholders, root, state)
     return RunSummary(
         flow_run_id=str(run.id),
         name=run.name,
@@ -329,7 +268,7 @@ def summarise(
         deployment_id=str(run.deployment_id) if run.deployment_id else None,
         parameters=dict(run.parameters),
         tags=list(run.tags),
-        tasks=count_tasks(task_runs, placeholders),
+        tasks=count_tasks(statuses.values()),
         message=state.message if state and state.type.value != "COMPLETED" else None,
         task_runs={t.name: t.state.name for t in sorted(latest, key=lambda t: t.name)},
     )
@@ -352,7 +291,7 @@ async def recent_runs(workflow: Workflow, *, limit: int = 10) -> list[RunSummary
         for task_run in task_runs:
             by_root[root_of[task_run.flow_run_id]].append(task_run)
         summaries = [
-            summarise(run, names.get(run.flow_id, ""), by_root[run.id], placeholders)
+            summarise(run, names.get(run.flow_id, ""), by_root[run.id], placeholders, workflow.root)
             for run in runs
         ]
         await _add_costs(client, workflow, summaries)
@@ -360,7 +299,8 @@ async def recent_runs(workflow: Workflow, *, limit: int = 10) -> list[RunSummary
 
 
 async def _add_costs(client: Any, workflow: Workflow, summaries: list[RunSummary]) -> None:
-    """Each run's cost: its summary artifact (any server), else its local run record."""
+    """Each run's task counts and cost: its summary artifact (any server), else its local run
+    record (the same rows: one per task)."""
     from ..compile.report import list_runs
 
     if not summaries:
@@ -370,18 +310,43 @@ async def _add_costs(client: Any, workflow: Workflow, summaries: list[RunSummary
     for summary in summaries:
         rows = found.get(summary.flow_run_id)
         if rows is not None:
-            summary.cost_usd = round(sum(float(r.get("cost_usd") or 0) for r in rows), 6)
-            summary.model_calls = sum(int(r.get("model_calls") or 0) for r in rows)
+            summary.tasks = count_tasks(str(row.get("status")) for row in rows)
+            summary.counted_from = "summary"
+            summary.cost_usd = round(sum(float(_cell(r, "usd", "cost_usd")) for r in rows), 6)
+            summary.model_calls = sum(int(_cell(r, "calls", "model_calls")) for r in rows)
             summary.tokens = sum(int(r.get("tokens") or 0) for r in rows)
-            summary.approvals = [str(r["approvals"]) for r in rows if r.get("approvals")]
+            summary.approvals = _approvals(rows, records.get(summary.flow_run_id))
             continue
         record = records.get(summary.flow_run_id) or {}
+        counted = [row for row in record.get("tasks") or () if isinstance(row, dict)]
+        if counted and record.get("status") not in ("running", "crashed"):  # else a second old
+            summary.tasks = count_tasks(str(row.get("status")) for row in counted)
+            summary.counted_from = "run record"
         summary.approvals = [str(a) for a in record.get("approvals") or ()]
         if record.get("cost_usd") is not None:
             summary.cost_usd = record["cost_usd"]
             usage = record.get("usage") or {}
             summary.model_calls = usage.get("model_calls")
             summary.tokens = (usage.get("input_tokens") or 0) + (usage.get("output_tokens") or 0)
+
+
+def _cell(row: dict[str, Any], name: str, before: str) -> Any:
+    """A summary cell by its name, or by the name older runs' summaries gave it."""
+    return row.get(name, row.get(before)) or 0
+
+
+def _approvals(rows: list[dict[str, Any]], record: dict[str, Any] | None) -> list[str]:
+    """The gates answered in a run: its run record says them whole; an older run's summary
+    had an ``approvals`` column; else each answered gate's note (``declined by ...``)."""
+    if record and record.get("approvals"):
+        return [str(a) for a in record["approvals"]]
+    if any(r.get("approvals") for r in rows):
+        return [str(r["approvals"]) for r in rows if r.get("approvals")]
+    notes = [(r.get("task"), str(r.get("note") or "")) for r in rows]
+    return [f"{task}: {note}" for task, note in notes if note.startswith(VERDICTS)]
+
+
+VERDICTS = ("approved by ", "declined by ", "answered by ")
 
 
 async def _summary_tables(

@@ -163,6 +163,12 @@ class _Walker:
             return False
         text = condition if isinstance(condition, str) else json.dumps(condition)
         unknown = {k: p for k, p in pending_keys(ctx).items() if k in text}
+        approval = task.config.approval
+        asked = sorted(key for key in (approval.input if approval else {}) if key in text)
+        if asked:  # the answer is given at run time: the plan cannot know it
+            reason = f"skip_if reads {', '.join(asked)}, the answer of its approval gate"
+            self.steps.append(Step(wave, task.path, "-", "maybe skipped", [reason]))
+            return False
         if unknown:
             producers = ", ".join(sorted(set(unknown.values())))
             reason = f"skip_if reads {', '.join(sorted(unknown))}, produced by {producers}"

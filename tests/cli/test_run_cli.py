@@ -142,7 +142,8 @@ def test_failed_run_exits_one_and_resume_in_a_new_process_reuses_checkpoints(tmp
     again = folpipe(cli_env, "run", wf)
     assert again.returncode == 0, again.stderr
     # root, draft and review ran (optional was skipped) and all three came from checkpoints
-    assert "3 of 3 tasks from checkpoints (--fresh to re-run)" in again.stdout
+    # (counted as folpipe status counts them: one per task, the skipped one too)
+    assert "3 of 4 tasks from checkpoints; 1 skipped (--fresh to re-run)" in again.stdout
 
 
 def test_resume_without_a_failed_run_is_a_usage_error(tmp_path, cli_env):

@@ -106,8 +106,8 @@ def test_markdown_artifact_per_task_and_a_summary_table(make_workflow, run):
     summary = by_key["observed-summary"]
     assert summary.type == "table"
     rows = {row["task"]: row for row in json.loads(summary.data)}
-    assert rows["research"]["status"] == "completed" and rows["research"]["model_calls"] == 1
-    assert rows["refine/review"]["iterations"] == 2
+    assert rows["research"]["status"] == "completed" and rows["research"]["calls"] == 1
+    assert rows["refine/review"]["iters"] == 2
     assert all(key == key.lower() and "/" not in key for key in by_key if key)
 
 

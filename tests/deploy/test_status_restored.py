@@ -1,5 +1,6 @@
 """folpipe status counts a retried run once per task, also when the retry restored finished
-tasks from their checkpoints as one task run (issue 15's restore path)."""
+tasks from their checkpoints as one task run (issue 15's restore path); task runs read back
+per task as the run document reports them (issue 30)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,11 @@ from types import SimpleNamespace
 from typing import Any
 from uuid import uuid4
 
-from prefect_folpipe.deploy.status import count_tasks, latest_attempts
+from builders import make_task
+
+from prefect_folpipe.compile.report import count_tasks
+from prefect_folpipe.deploy.status import latest_attempts
+from prefect_folpipe.deploy.taskruns import task_path, task_statuses
 from prefect_folpipe.workflow.names import restored_tag
 
 FLOW = uuid4()
@@ -39,15 +44,56 @@ def restore_tags(name: str) -> list[str]:
     return [restored_tag(f"{base}/{n}" if base else n) for n in what.split(", ")]
 
 
+FINAL = SimpleNamespace(is_final=lambda: True, type=SimpleNamespace(value="COMPLETED"))
+
+
+def _tree() -> Any:
+    research = make_task("research")
+    draft = make_task("draft", "write/draft")
+    write = make_task("write", children=[draft])
+    return make_task("report", "", children=[research, write])
+
+
 def test_a_retry_that_restored_a_task_counts_it_once_as_cached() -> None:
     runs = [
         run("research", "Completed", "COMPLETED", 0),
-        run("write", "Failed", "FAILED", 1),
+        run("write", "Crashed", "CRASHED", 1),
+        run("write/draft[1]", "Crashed", "CRASHED", 1),
         run("root: research (restored from checkpoints)", "Cached", "COMPLETED", 5),
         run("write", "Completed", "COMPLETED", 6),
+        run("write/draft[1]", "Completed", "COMPLETED", 6),
     ]
-    counts = count_tasks(runs, set())
-    assert (counts.total, counts.cached, counts.completed, counts.failed) == (2, 1, 1, 0)
+    statuses = task_statuses(runs, set(), _tree(), FINAL)
+    assert statuses == {
+        "": "completed",
+        "research": "cached",
+        "write": "completed",
+        "write/draft": "completed",
+    }
+    counts = count_tasks(statuses.values())
+    assert (counts.total, counts.cached, counts.completed, counts.failed) == (4, 1, 3, 0)
+    assert counts.line() == "4 tasks: 3 ran, 1 from checkpoints"
+
+
+def test_a_declined_gate_counts_as_skipped_and_a_fully_restored_tree_as_cached() -> None:
+    runs = [
+        run("root: every task (restored from checkpoints)", "Cached", "COMPLETED", 0),
+    ]
+    assert set(task_statuses(runs, set(), _tree(), FINAL).values()) == {"cached"}
+    declined = [
+        run("research", "Declined", "CANCELLED", 0),
+        run("write", "Completed", "COMPLETED", 1),
+        run("write/draft", "Completed", "COMPLETED", 1),
+    ]
+    statuses = task_statuses(declined, set(), _tree(), FINAL)
+    assert statuses["research"] == "skipped" and statuses[""] == "completed"
+
+
+def test_task_run_names_are_read_back_as_task_paths() -> None:
+    assert task_path("write/draft[2]") == "write/draft"
+    assert task_path("loop[1]/inner[3]") == "loop/inner"
+    assert task_path("root (first pass)") == ""
+    assert task_path("write (final pass)") == "write"
 
 
 def test_every_task_restored_supersedes_the_whole_tree_but_not_other_flow_runs() -> None:

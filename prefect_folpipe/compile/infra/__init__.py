@@ -9,7 +9,7 @@ from ._callguard import make_call_guard
 from ._console import prefix_every_line
 from ._ephemeral import guard_temporary_server
 from ._faults import infrastructure_error, interruption
-from ._recovery import settle_crashed_runs
+from ._recovery import settle_crashed_runs, settle_earlier_attempt
 from ._secrets import prefect_secret_resolver
 from ._server import SETTLE, ensure_api, uses_temporary_server
 
@@ -23,5 +23,6 @@ __all__ = [
     "prefect_secret_resolver",
     "prefix_every_line",
     "settle_crashed_runs",
+    "settle_earlier_attempt",
     "uses_temporary_server",
 ]

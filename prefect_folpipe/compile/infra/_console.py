@@ -5,6 +5,11 @@ newlines: the Prefect API and the UI get that one entry, but a console handler w
 its second and later lines bare. :func:`prefix_every_line` wraps the formatter of the console
 handlers so each line of a multi-line message is formatted as a record of its own; the API
 handler, which does not print, is left as it is. Tracebacks keep their usual shape.
+
+Prefect logs a run ending in any state but ``Completed`` as an ERROR; a task whose approval
+gate was declined ends ``Declined`` (a Cancelled state), and a deployment's flow run waiting
+for a gate's answer ends ``Suspended``, both by design: those lines are logged as INFO
+(``GateLinesAsInfo``).
 """
 
 from __future__ import annotations
@@ -34,9 +39,26 @@ class EveryLinePrefixed(logging.Formatter):
         return "\n".join(lines)
 
 
+class GateLinesAsInfo(logging.Filter):
+    """Prefect's ``Finished in state Declined(...)`` / ``Suspended(...)`` line is INFO, not
+    ERROR: the gate said no, or the run waits for its answer."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno == logging.ERROR and str(record.msg).startswith(GATE_LINES):
+            record.levelno, record.levelname = logging.INFO, "INFO"
+        return True
+
+
+GATE_LINES = ("Finished in state Declined(", "Finished in state Suspended(")
+
+
 def prefix_every_line() -> None:
     """Wrap the formatters of the console handlers (idempotent; Prefect's API handler is not a
-    console handler and keeps the record whole)."""
+    console handler and keeps the record whole); a declined gate's last line is INFO."""
+    for name in ("prefect.task_runs", "prefect.flow_runs"):
+        runs = logging.getLogger(name)
+        if not any(isinstance(f, GateLinesAsInfo) for f in runs.filters):
+            runs.addFilter(GateLinesAsInfo())
     for name in CONSOLE_LOGGERS:
         for handler in logging.getLogger(name).handlers:
             console = isinstance(handler, logging.StreamHandler) and not isinstance(

@@ -5,6 +5,13 @@ status`` would show it ``Running`` forever. The next run (or resume) of the same
 finds its run record still ``running`` with a dead process (``runs.settle_dead_runs``) and
 sets that flow run — and its task runs and subflow runs that were still going — to
 ``Crashed`` through the API.
+
+A flow run retried as a whole (the UI's Retry, ``folpipe resume`` through the API) keeps the
+task runs of its earlier attempt. When the retry starts, ``settle_earlier_attempt`` gives
+those the killed attempt left ``Running`` a final state that says what happened, and
+replaces Prefect's "Task rolled back as part of transaction" (its words for a task whose
+enclosing branch was interrupted before it ended, so its checkpoint was not kept) by a
+sentence that says so; each task then has its latest word in the retry's own task run.
 """
 
 from __future__ import annotations
@@ -24,10 +31,11 @@ from prefect.client.schemas.filters import (
     FlowRunFilterStateType,
     TaskRunFilter,
     TaskRunFilterState,
+    TaskRunFilterStateName,
     TaskRunFilterStateType,
 )
 from prefect.client.schemas.objects import StateType
-from prefect.states import Crashed
+from prefect.states import Completed, Crashed
 
 from ..report import list_runs, settle_dead_runs, write_record
 
@@ -96,3 +104,47 @@ async def _crash_task_runs(client: Any, flow_run_ids: Iterable[UUID], message: s
     )
     for task_run in task_runs:
         await client.set_task_run_state(task_run.id, Crashed(message=message), force=True)
+
+
+EARLIER_ATTEMPT = (
+    "folpipe: the process running an earlier attempt of this flow run died before this task "
+    "ended; the retry runs the task again (or restores it from its checkpoint)"
+)
+NOT_KEPT = (
+    "folpipe: completed, but the attempt was interrupted before its branch ended, so its "
+    "checkpoint was not kept; the retry runs the task again"
+)
+
+
+async def settle_earlier_attempt(flow_run: Any) -> int:
+    """At the start of a retried flow run: its earlier attempt's unfinished task runs become
+    ``Crashed`` and its rolled-back ones say why (see the module). Never raises."""
+    if flow_run is None or (flow_run.run_count or 0) <= 1:
+        return 0
+    settled = 0
+    try:
+        async with get_client() as client:
+            only = FlowRunFilter(id=FlowRunFilterId(any_=[flow_run.id]))
+            left = await client.read_task_runs(
+                flow_run_filter=only,
+                task_run_filter=TaskRunFilter(
+                    state=TaskRunFilterState(type=TaskRunFilterStateType(any_=UNFINISHED_STATES))
+                ),
+            )
+            for task_run in left:
+                await client.set_task_run_state(
+                    task_run.id, Crashed(message=EARLIER_ATTEMPT), force=True
+                )
+            rolled = await client.read_task_runs(
+                flow_run_filter=only,
+                task_run_filter=TaskRunFilter(
+                    state=TaskRunFilterState(name=TaskRunFilterStateName(any_=["RolledBack"]))
+                ),
+            )
+            for task_run in rolled:
+                state = Completed(name="Not kept", message=NOT_KEPT)
+                await client.set_task_run_state(task_run.id, state, force=True)
+            settled = len(left) + len(rolled)
+    except Exception as exc:  # cosmetic: the run goes on
+        LOG.debug("earlier attempt's task runs not settled: %s", exc)
+    return settled

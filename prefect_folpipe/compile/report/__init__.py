@@ -6,7 +6,15 @@ from __future__ import annotations
 
 from ._background import END_HOLD_S, EXIT_FLUSH_S, WRITER, flush_artifacts
 from ._costs import cost_report
-from ._records import RunResult, RunTracker, Status, TaskRecord, reported_tasks
+from ._records import (
+    RunResult,
+    RunTracker,
+    Status,
+    TaskCounts,
+    TaskRecord,
+    count_tasks,
+    reported_tasks,
+)
 from ._runs import (
     RunRecord,
     list_runs,
@@ -28,8 +36,10 @@ __all__ = [
     "RunResult",
     "RunTracker",
     "Status",
+    "TaskCounts",
     "TaskRecord",
     "cost_report",
+    "count_tasks",
     "flush_artifacts",
     "list_runs",
     "read_record",

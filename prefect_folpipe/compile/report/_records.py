@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ..._process.wording import plural
 from ...plan import Plan
 from ...workflow.tree import Task
 
@@ -70,6 +71,47 @@ class TaskRecord:
         } | ({"approvals": list(self.approvals)} if self.approvals else {})
 
 
+@dataclass
+class TaskCounts:
+    """How the tasks of one run ended: one per task of the tree, the root included (the rows
+    of the run document and of its summary). ``folpipe status``, the run summary, the line
+    ``folpipe run`` prints and the task runs read back all count through :func:`count_tasks`."""
+
+    total: int = 0
+    completed: int = 0
+    """Ran in this run."""
+    cached: int = 0
+    """Came back from their checkpoints."""
+    failed: int = 0
+    skipped: int = 0
+    running: int = 0
+    other: int = 0
+    """Not started (yet)."""
+
+    def line(self) -> str:
+        """``9 tasks: 2 ran, 7 from checkpoints`` (failed, skipped, running when any)."""
+        parts = [f"{self.completed} ran", f"{self.cached} from checkpoints", *self.rest()]
+        return f"{plural(self.total, 'task')}: {', '.join(parts)}"
+
+    def rest(self) -> list[str]:
+        """``["1 failed", "2 skipped"]``: the outcomes besides ran and cached, when any."""
+        pairs = ((self.failed, "failed"), (self.skipped, "skipped"),
+                 (self.running, "running"), (self.other, "not started"))  # fmt: skip
+        return [f"{number} {word}" for number, word in pairs if number]
+
+
+def count_tasks(statuses: Iterable[str]) -> TaskCounts:
+    """Count tasks by their reported status (``completed``, ``cached``, ``failed``,
+    ``skipped``, ``running``; anything else is not started)."""
+    counts = TaskCounts()
+    for status in statuses:
+        counts.total += 1
+        field_name = status if status in COUNTED else "other"
+        setattr(counts, field_name, getattr(counts, field_name) + 1)
+    return counts
+
+
+COUNTED = frozenset({"completed", "cached", "failed", "skipped", "running"})
 DISABLED = "disabled (enabled: false)"
 
 
@@ -247,6 +289,10 @@ class RunResult:
             document["durable"] = self.durable
             document["warnings"] = self.warnings
         return document
+
+    def counts(self) -> TaskCounts:
+        """How its tasks ended (``count_tasks`` over the rows)."""
+        return count_tasks(row["status"] for row in self.tasks)
 
     def to_json(self, *, indent: int | None = None) -> str:
         """The exact ``folpipe run --json`` document."""

@@ -342,11 +342,11 @@ def settle_dead_runs(root_dir: Path) -> list[dict[str, Any]]:
         if process_alive(record) is not False:
             continue
         file = Path(record.pop("file"))
-        record.update(
-            status="crashed",
-            error=record.get("error")
-            or f"the process running it (pid {record.get('pid')}) died before the run ended",
-        )
+        died = f"the process running it (pid {record.get('pid')}) died before the run ended"
+        record.update(status="crashed", error=record.get("error") or died)
+        for row in record.get("tasks") or ():  # what was running then did not finish
+            if isinstance(row, dict) and row.get("status") == "running":
+                row.update(status="failed", error=row.get("error") or died)
         if write_record(file, record):
             crashed.append({**record, "file": str(file)})
     return crashed

@@ -146,8 +146,8 @@ def _tool_calls(tool_log: Sequence[Mapping[str, Any]]) -> list[str]:
     return lines
 
 
-SUMMARY_ERROR_CHARS = 56
-"""An error cell's length in the summary table (code first): the task's report has it all."""
+SUMMARY_ERROR_CHARS = 26
+"""A note cell's length in the summary table (code first): the task's report has it all."""
 CODED = re.compile(r"^\w+ \[(FP\d+)\]: ")
 
 
@@ -161,38 +161,53 @@ def approval_text(record: Mapping[str, Any], *, target: bool = False) -> str:
     return f"{head}{values} ({who})"
 
 
+def approval_verdict(record: Mapping[str, Any]) -> str:
+    """A gate's answer in a few words: ``declined by --approve``, ``approved by Prefect UI``."""
+    answer = record.get("answer") or {}
+    approved = answer.get("approved")
+    verdict = "answered" if approved is None else "approved" if approved else "declined"
+    return f"{verdict} by {record.get('answered_by') or record.get('source') or '?'}"
+
+
 def summary_rows(rows: Sequence[Mapping[str, Any]], costs: Any = None) -> list[dict[str, Any]]:
-    """The per-run table, narrow enough for a laptop screen: status (``cached`` included),
-    attempts, model calls, tokens, cost, seconds, the error's start per task. ``iterations``,
-    ``replayed`` (calls answered from the journal) and ``cost_usd`` are columns only when a
-    task has a value in them; the token split and cache reads are in the cost artifact."""
+    """The per-run table, narrow enough for the Prefect UI's artifact page at 1,400 px (the
+    table gets about 800 of them beside the menu and the details): status (``cached``
+    included), tries (attempts), model calls, tokens, seconds and a note per task: the start
+    of its error, or what its approval gate was answered and by whom. ``iters`` (loop
+    iterations), ``replayed`` (calls answered from the journal) and ``usd`` (cost) are
+    columns only when a task has a value in them; the run document, the task's report and
+    the cost artifact have the rest."""
     per_task = [(row, (costs.for_task(row["path"]) if costs is not None else None) or {})
                 for row in rows]  # fmt: skip
     optional = {
-        "iterations": any(row["iterations"] is not None for row in rows),
+        "iters": any(row["iterations"] is not None for row in rows),
         "replayed": any(row.get("replayed_calls") for row in rows),
-        "cost_usd": any(cost.get("cost_usd") for _, cost in per_task),
-        "approvals": any(row.get("approvals") for row in rows),
+        "usd": any(cost.get("cost_usd") for _, cost in per_task),
     }
     table = []
     for row, cost in per_task:
         cells = {
             "task": row["path"] or "(root)",
             "status": row["status"],
-            "attempts": row["attempts"],
-            "iterations": row["iterations"],
-            "model_calls": row["model_calls"],
+            "tries": row["attempts"],
+            "iters": row["iterations"],
+            "calls": row["model_calls"],
             "replayed": row.get("replayed_calls", 0),
             "tokens": row["usage"]["input_tokens"] + row["usage"]["output_tokens"],
-            "cost_usd": round(cost.get("cost_usd", 0.0), 6),
-            "seconds": round(row["duration_s"], 2),
-            "error": _short_error(row["error"]),
-            "approvals": _redact(
-                "; ".join(approval_text(a, target=True) for a in row.get("approvals") or ())
-            ),
+            "usd": round(cost.get("cost_usd", 0.0), 6),
+            "secs": round(row["duration_s"], 2),
+            "note": _note(row),
         }
         table.append({key: value for key, value in cells.items() if optional.get(key, True)})
     return table
+
+
+def _note(row: Mapping[str, Any]) -> str:
+    """The error's start, else the last gate's answer in a few words."""
+    answers = row.get("approvals") or ()
+    if row.get("error") and not (answers and str(row["error"]).startswith("declined")):
+        return _short_error(row["error"])
+    return _redact(approval_verdict(answers[-1])) if answers else ""
 
 
 def _short_error(error: str | None) -> str:
@@ -263,6 +278,22 @@ def _task_report(
     view["tool_log"] = list(getattr(outcome, "tool_log", []) or [])
     key = task_artifact_key(workflow_name, task, phase)
     return key, lambda: render_task(task, label, view), f"folpipe task {label}"
+
+
+def render_gate(label: str, declined: bool, message: str) -> str:
+    """Markdown of a task its approval gate kept from running: what was answered, by whom."""
+    what = "declined: the task did not run" if declined else "unanswered: the task failed"
+    return "\n".join([f"# {label}: {what}", "", _fenced(message, "")])
+
+
+def queue_gate_artifact(
+    workflow_name: str, task: Task, label: str, declined: bool, message: str
+) -> None:
+    """Queue the report of a task its gate kept from running (the key of its own report)."""
+    key = task_artifact_key(workflow_name, task, "single")
+    state = "declined" if declined else "unanswered"
+    render = lambda: render_gate(label, declined, message)  # noqa: E731
+    _submit(key, "markdown", f"folpipe task {label}: {state}", render, _task_run_id())
 
 
 def render_restored(label: str, entries: Sequence[Any]) -> str:
