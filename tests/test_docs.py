@@ -138,3 +138,21 @@ def test_a_runnable_block_runs(where: str, commands: str, scratch: Path, cli_env
     assert done.returncode == 0, f"{where} failed:\n{commands}\n---\n{output[-4000:]}"
     assert "Traceback" not in output, f"{where}:\n{output[-4000:]}"
     assert repository_state() == before, f"{where} wrote into the repository's own folders"
+
+
+def test_ci_runs_exactly_the_readmes_test_command() -> None:
+    """``.ci/run`` ends with the README's second command, the one that installs the test
+    dependencies (Arize Phoenix in ``.venv-phoenix`` too) and runs the whole suite."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    first = readme.split("\n## ", 2)[1]
+    assert first.startswith("The two commands"), first[:80]
+    [command] = [
+        match["body"].strip()
+        for match in FENCE.finditer(first)
+        if match["info"].strip() == "bash" and " pytest " in match["body"]
+    ]
+    lines = (REPO / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    code = [line for line in lines if line.strip() and not line.lstrip().startswith("#")]
+    assert code[-1] == command
+    assert ".venv-phoenix/bin/pip install" in command
+    assert "export FOLPIPE_REQUIRE_PHOENIX=1" in code

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, MutableMapping, Sequence
 from contextlib import contextmanager
+from functools import lru_cache
 from typing import Any
 
 from opentelemetry import trace
@@ -35,19 +36,26 @@ def traceparent_of(span: Span) -> str | None:
 
 def context_of(traceparent: str | None) -> Any:
     """The OpenTelemetry context of a ``traceparent`` (``None``: the current one)."""
-    return _W3C.extract({"traceparent": traceparent}) if traceparent else None
+    return _extracted(traceparent) if traceparent else None
+
+
+@lru_cache(maxsize=64)
+def _extracted(traceparent: str) -> Any:
+    """A run's passes share its traceparent: parsed once (a context is immutable)."""
+    return _W3C.extract({"traceparent": traceparent})
+
+
+def masked(attributes: Mapping[str, Any], *texts: str) -> tuple[dict[str, Any], list[str]]:
+    """``attributes`` without ``None`` values and ``texts``, every string masked (in lists
+    too), with one look-up of the secrets for all of them."""
+    kept = {key: value for key, value in attributes.items() if value is not None}
+    values = SECRETS.data([*texts, *kept.values()])
+    return dict(zip(kept, values[len(texts) :], strict=True)), values[: len(texts)]
 
 
 def set_attributes(span: Span, attributes: Mapping[str, Any]) -> None:
     """Set ``attributes`` (``None`` values skipped), strings masked."""
-    for key, value in attributes.items():
-        if value is None:
-            continue
-        if isinstance(value, str):
-            value = SECRETS.text(value)
-        elif isinstance(value, list | tuple):
-            value = [SECRETS.text(v) if isinstance(v, str) else v for v in value]
-        span.set_attribute(key, value)
+    span.set_attributes(masked(attributes)[0])
 
 
 def fail(span: Span, exc: BaseException) -> None:
@@ -65,8 +73,8 @@ def fail(span: Span, exc: BaseException) -> None:
 def open_span(
     tracer: Any, name: str, attributes: Mapping[str, Any], **options: Any
 ) -> Iterator[Span]:
-    with tracer.start_as_current_span(SECRETS.text(name), **_QUIET, **options) as span:
-        set_attributes(span, attributes)
+    clean, [title] = masked(attributes, name)
+    with tracer.start_as_current_span(title, attributes=clean, **_QUIET, **options) as span:
         try:
             yield span
         except BaseException as exc:
@@ -103,7 +111,8 @@ class RunTrace:
             self.span.set_status(Status(StatusCode.ERROR, "the run failed"))
 
     def event(self, name: str, attributes: Mapping[str, Any]) -> None:
-        self.span.add_event(name, {k: SECRETS.text(str(v)) for k, v in attributes.items()})
+        texts = {key: str(value) for key, value in attributes.items()}
+        self.span.add_event(name, masked(texts)[0])
 
 
 @contextmanager
