@@ -94,6 +94,9 @@ def install(packages: Sequence[str], *, python: str | None = None) -> list[str]:
 
 def missing(requirements: Iterable[str]) -> list[str]:
     """The requirements not satisfied by what this interpreter has installed."""
+    requirements = list(requirements)
+    if not requirements:  # most workflows: nothing to parse, nothing to import
+        return []
     from importlib.metadata import PackageNotFoundError, version
 
     from packaging.requirements import InvalidRequirement, Requirement

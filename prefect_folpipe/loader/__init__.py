@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from .._process.heap import collections_held
 from ..errors import Diagnostic, Severity
@@ -138,7 +139,10 @@ def _load(
     builder = _Builder(
         root, raw_root, discovery.blobs, import_tools=import_tools, content_hashes=content_hashes
     )
-    task = builder.build(raw_root, Cascade(), ())
+    builder.folder_digests = discovery.folder_digests
+    if discovery.root_cascade is None:
+        discovery.root_cascade = Cascade()
+    task = builder.build(raw_root, discovery.root_cascade, ())
     workflow = Workflow(root=task, root_dir=root, name=task.name, shared_tools=builder.shared_tools)
     diagnostics = _dedupe([*discovery.diagnostics, *builder.diagnostics])
     return LoadResult(root, workflow, diagnostics, builder.sources)
@@ -160,6 +164,7 @@ class _Builder:
         self.import_tools = import_tools
         self.content_hashes = content_hashes
         self.blobs = blobs
+        self.folder_digests: dict[tuple[str, str], Any] | None = None
         self.diagnostics: list[Diagnostic] = []
         self.sources: dict[int, SourceMap] = {}
         self.snippets = Snippets(root, blobs=blobs)
@@ -189,7 +194,16 @@ class _Builder:
             [_tools.locate(problem, raw.config, raw.source) for problem in problems], raw.path
         )
         hash_ = (
-            task_hash(raw.path, raw.folder, raw.entries, snippet_files, tools, provider, self.blobs)
+            task_hash(
+                raw.path,
+                raw.folder,
+                raw.entries,
+                snippet_files,
+                tools,
+                provider,
+                self.blobs,
+                self.folder_digests,
+            )
             if self.content_hashes
             else ""
         )

@@ -32,9 +32,22 @@ class Cascade:
     retry_on: tuple[str, ...] | None = None
     security: Mapping[str, Any] = field(default_factory=dict)
     providers: ProviderScope = field(default_factory=ProviderScope)
+    _children: dict[int, tuple[TaskConfig, Cascade]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+    """``child`` by config (the config is kept, so its id stays its own): a second build over
+    the same folder (before and after importing its tools) merges nothing again."""
 
     def child(self, config: TaskConfig) -> Cascade:
         """The cascade as seen by a task with ``config`` (its own keys applied)."""
+        kept = self._children.get(id(config))
+        if kept is not None and kept[0] is config:
+            return kept[1]
+        child = self._child(config)
+        self._children[id(config)] = (config, child)
+        return child
+
+    def _child(self, config: TaskConfig) -> Cascade:
         retry_on = self.retry_on
         if "retry_on" in config.conditions.model_fields_set:
             retry_on = tuple(config.conditions.retry_on or ())

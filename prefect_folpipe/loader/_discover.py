@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from ..errors import Diagnostic, Severity
 from ..workflow.config import TaskConfig
@@ -63,6 +64,10 @@ class Discovery:
         self.root = root
         self.diagnostics: list[Diagnostic] = []
         self.files = FolderFiles(self.diagnostics)
+        self.folder_digests: dict[tuple[str, str], Any] = {}
+        """Task folders' content hashes, shared by the builds over this discovery."""
+        self.root_cascade: Any = None
+        """The builds' root ``Cascade`` (its merges are kept: the second build reuses them)."""
 
     @property
     def blobs(self) -> dict[str, bytes]:

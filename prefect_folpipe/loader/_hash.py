@@ -27,6 +27,7 @@ import json
 import os
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 from .._process.memo import IdentityMemo
 from ..workflow.tree import ResolvedProvider, ToolSpec
@@ -47,17 +48,19 @@ def task_hash(
     tools: Iterable[ToolSpec],
     provider: ResolvedProvider | None,
     blobs: Mapping[str, bytes] | None = None,
+    folders: dict[tuple[str, str], Any] | None = None,
 ) -> str:
-    """sha256 of everything that decides what this task does (see the module docstring)."""
-    digest = hashlib.sha256()
-    digest.update(f"path\0{path}\0".encode())
+    """sha256 of everything that decides what this task does (see the module docstring).
+    ``folders``: the digests of task folders hashed before in this load, by (path, folder)
+    (a run's load builds the tree twice over the same bytes: before and after importing)."""
+    key = (path, str(folder))
+    files = folders.get(key) if folders is not None else None
+    if files is None:
+        files = _folder_digest(path, folder, blobs or {})
+        if folders is not None:
+            folders[key] = files
+    digest = files.copy()
     blobs = blobs or {}
-    skipped = SKIPPED_DIRS | ROOT_ONLY_SKIPPED if not path else SKIPPED_DIRS
-    for rel, link, file in _tree(str(folder), "", skipped):
-        if link:  # a directory symlink: its target, not its content
-            digest.update(f"link\0{rel}\0{file}\0".encode())
-        else:
-            _add_file(digest, rel, file, blobs)
     for snippet in sorted(set(snippets)):
         _add_file(digest, f"snippet:{snippet.name}", str(snippet), blobs)
     for tool in sorted(tools, key=lambda t: (t.name, t.owner)):
@@ -65,6 +68,19 @@ def task_hash(
     if provider is not None:
         digest.update(provider_blob(provider))
     return digest.hexdigest()
+
+
+def _folder_digest(path: str, folder: Path, blobs: Mapping[str, bytes]) -> Any:
+    """The hash state after the task's path and every file of its folder."""
+    digest = hashlib.sha256()
+    digest.update(f"path\0{path}\0".encode())
+    skipped = SKIPPED_DIRS | ROOT_ONLY_SKIPPED if not path else SKIPPED_DIRS
+    for rel, link, file in _tree(str(folder), "", skipped):
+        if link:  # a directory symlink: its target, not its content
+            digest.update(f"link\0{rel}\0{file}\0".encode())
+        else:
+            _add_file(digest, rel, file, blobs)
+    return digest
 
 
 def file_digests(folder: Path, *, root: bool = False) -> dict[str, str]:

@@ -56,10 +56,24 @@ def resolve_tools(
     return tuple(merged.values()), diagnostics
 
 
+_MARKED: dict[tuple[int, str, str], tuple[ToolSpec, ToolSpec]] = {}
+"""``_mark``'s copies by (tool, origin, owner): an ancestor's tool reaches each of its
+descendants as the same frozen copy (the key's tool is kept, so its id stays its own)."""
+MARKED_LIMIT = 20_000
+
+
 def _mark(tool: ToolSpec, origin: str, owner: str) -> ToolSpec:
     if tool.origin == origin and tool.owner == owner:
         return tool
-    return dataclasses.replace(tool, origin=origin, owner=owner)  # type: ignore[arg-type]
+    key = (id(tool), origin, owner)
+    kept = _MARKED.get(key)
+    if kept is not None and kept[0] is tool:
+        return kept[1]
+    if len(_MARKED) >= MARKED_LIMIT:
+        _MARKED.clear()
+    marked = dataclasses.replace(tool, origin=origin, owner=owner)  # type: ignore[arg-type]
+    _MARKED[key] = (tool, marked)
+    return marked
 
 
 def _shared(

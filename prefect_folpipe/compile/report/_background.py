@@ -61,6 +61,7 @@ class BackgroundWriter:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._items: deque[tuple[Write, contextvars.Context, str, float]] = deque()
         self._wake = asyncio.Event()
+        self._hurry = asyncio.Event()
         self._clients: dict[Any, Any] = {}
         self._busy_until = 0.0
         self._flushing = 0
@@ -83,6 +84,8 @@ class BackgroundWriter:
         with self._idle:
             self._flushing += 1
             try:
+                if self._loop is not None and self._pending:  # held-back writes go now
+                    self._loop.call_soon_threadsafe(self._hurry.set)
                 return self._idle.wait_for(lambda: self._pending == 0, timeout)
             finally:
                 self._flushing -= 1
@@ -130,16 +133,26 @@ class BackgroundWriter:
                     await self._wake.wait()
                 continue
             write, context, what, submitted = item
-            while self._busy() and time.monotonic() < submitted + MAX_HOLD_S:
-                await asyncio.sleep(QUIET_S / 5)
             try:
-                await write(await self._client(context))
+                client = await self._client(context)  # opened now, while the run works
+                await self._hold(submitted)
+                await write(client)
             except Exception as exc:  # reports never fail a run
                 LOG.debug("%s not written: %s", what, exc)
             finally:
                 with self._idle:
                     self._pending -= 1
                     self._idle.notify_all()
+
+    async def _hold(self, submitted: float) -> None:
+        """Wait while the run is busy (at most ``MAX_HOLD_S`` after ``submitted``); a
+        ``flush()`` ends the wait at once."""
+        while self._busy() and time.monotonic() < submitted + MAX_HOLD_S:
+            self._hurry.clear()
+            if not self._busy():
+                return
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._hurry.wait(), QUIET_S / 5)
 
     async def _client(self, context: contextvars.Context) -> Any:
         """One open client per API (the caller's settings pick it: server, Cloud, ephemeral)."""
