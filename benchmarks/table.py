@@ -59,6 +59,9 @@ class Scenario:
     compare: tuple[str, ...] = ()
     command: str | None = None
     warm_up: bool = False
+    history: int = 0
+    """rerun: earlier runs of the folder made (unmeasured) first, so the server's database
+    holds them when the measured runs start."""
 
 
 def resolve(dotted: str) -> Callable[..., Any]:
@@ -116,6 +119,8 @@ def _check(scenario: Scenario) -> None:
         raise TableError(f"{scenario.name}: cannot compare {scenario.kind} with {unknown}")
     if scenario.kind == "cli" and scenario.command not in COMMANDS:
         raise TableError(f"{scenario.name}: command must be one of {COMMANDS}")
+    if scenario.history and scenario.kind != "rerun":
+        raise TableError(f"{scenario.name}: only a rerun scenario has a history")
     if scenario.repetitions < 1:
         raise TableError(f"{scenario.name}: repetitions must be at least 1")
     for role in ("bare", "same_work"):

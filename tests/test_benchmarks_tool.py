@@ -53,3 +53,17 @@ def test_smallest_scenario_dry_run(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["--quick", "--dry-run", "--only", "run_fresh"]) == 0
     assert "run_fresh" in capsys.readouterr().out
     assert cli.main(["--only", "nonesuch", "--list"]) == 2
+
+
+def test_rerun_scenarios_with_history(tmp_path: Path) -> None:
+    full, quick = table.load(), table.load(quick=True)
+    assert full["group_rerun_history"].history == full["tree_rerun_history"].history == 10
+    assert 0 < quick["group_rerun_history"].history < 10
+    assert "tree_rerun_history" not in quick
+    bad = tmp_path / "scenarios.yaml"
+    bad.write_text(
+        "shapes:\n  one: {folder: workflows.one_task}\n"
+        "scenarios:\n  x: {title: t, kind: load, shape: one, history: 2}\n"
+    )
+    with pytest.raises(table.TableError, match="only a rerun scenario"):
+        table.load(path=bad)

@@ -61,6 +61,7 @@ from .rerun import prepare as prepare_rerun
 from .rerun import quiet_passes
 from .runner import Runners
 from .shared import ModelServices, RunSpec, Services, override_of
+from .sidewrites import SIDE_WRITES
 from .tags import RunTags
 from .tasks import PrefectTasks
 
@@ -281,6 +282,7 @@ async def _run_root(
             _stopped(run, workflow, seeded, flow_run_id, exc, record)
         raise
     finally:
+        await asyncio.to_thread(SIDE_WRITES.drain)  # shared checkpoints, manifests
         await run.aclose()
     result = _result(run, workflow, target, seeded, outcome, flow_run_id, (by_task, usage))
     if options.rerun_from and not isinstance(result.error, ConfigError):

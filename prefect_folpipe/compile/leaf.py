@@ -26,7 +26,7 @@ from prefect.logging import get_run_logger
 
 from .. import telemetry
 from ..plan import NodePlan, cache_key, key_parts, write_manifest
-from ..plan.contextops import unbox
+from ..plan.contextops import ContextBox, unbox
 from ..tools.approval import TOOL_APPROVER
 from ..workflow.names import slug
 from ..workflow.tree import Task
@@ -35,8 +35,12 @@ from .passes import PassRuntime, Payload, check_serialisable, payload_of
 from .report import WRITER, CoalescedLog
 from .retry import prefect_retry_delay, retry_on_of, should_retry
 from .shared import RunSpec
+from .sidewrites import SIDE_WRITES
 from .storekey import seal
 from .tags import tag_task_run
+
+KeyMemo = dict[tuple[Any, ...], str]
+"""Checkpoint keys already computed for one pass's input (``ContextBox.keys``)."""
 
 
 class ProcessLocal:
@@ -75,7 +79,8 @@ async def run_leaf(
     ref: LeafRef, live: ProcessLocal, context: Any, label: str, scope: list | None = None
 ) -> Payload:
     """The function of every leaf task: one agent pass of ``ref.path``, checked and reported."""
-    return await execute_pass(runtime_of(ref, live), ref, unbox(context), label, scope)
+    memo = context.keys if isinstance(context, ContextBox) else None
+    return await execute_pass(runtime_of(ref, live), ref, unbox(context), label, scope, memo)
 
 
 def runtime_of(ref: LeafRef, live: ProcessLocal) -> PassRuntime:
@@ -88,7 +93,12 @@ def runtime_of(ref: LeafRef, live: ProcessLocal) -> PassRuntime:
 
 
 async def execute_pass(
-    runtime: PassRuntime, ref: LeafRef, context: dict[str, Any], label: str, scope: list | None
+    runtime: PassRuntime,
+    ref: LeafRef,
+    context: dict[str, Any],
+    label: str,
+    scope: list | None,
+    memo: KeyMemo | None = None,
 ) -> Payload:
     """One pass in its span (``telemetry``: ``invoke_agent``, in the run's trace)."""
     task, task_run = runtime.task(ref.path), TaskRunContext.get()
@@ -102,13 +112,18 @@ async def execute_pass(
         label=label,
         traceparent=ref.run.trace,
     ) as span:
-        payload = await _execute_pass(runtime, ref, context, label, scope)
+        payload = await _execute_pass(runtime, ref, context, label, scope, memo)
         span.finish(payload)
         return payload
 
 
 async def _execute_pass(
-    runtime: PassRuntime, ref: LeafRef, context: dict[str, Any], label: str, scope: list | None
+    runtime: PassRuntime,
+    ref: LeafRef,
+    context: dict[str, Any],
+    label: str,
+    scope: list | None,
+    memo: KeyMemo | None,
 ) -> Payload:
     WRITER.touch()
     task = runtime.task(ref.path)
@@ -144,11 +159,11 @@ async def _execute_pass(
     check_serialisable(task, payload)
     shared = ref.run.checkpoints.shared(task)  # a lineage-only checkpoint is no one's next
     if task.settings.cache and runtime.spec.manifests and shared:
-        record_pass(runtime, task, ref.phase, tuple(scope or ()), context, payload)
+        record_pass(runtime, ref, task, scope, context, payload, memo)
     runtime.charge(task, payload)
     runtime.observe(task, ref.phase, scope, outcome)
     if task.settings.cache and ref.run.checkpoints.refreshes_shared(task, ref.phase):
-        await refresh_shared(runtime, ref, task, context, scope, payload)
+        await refresh_shared(runtime, ref, task, context, scope, payload, memo)
     if runtime.artifact_level == "all":
         await runtime.publish(task, ref.phase, label, outcome, payload)
     return payload
@@ -162,19 +177,23 @@ def checkpoint_key(
     scope: Sequence[int] | None,
     *,
     shared: bool,
+    memo: KeyMemo | None = None,
 ) -> str:
     """The key of a pass's checkpoint: the content key of ``compile.cache``, plus the run's
     lineage unless the task reuses checkpoints across runs (``shared`` forces the shared key;
-    see ``compile.scope``)."""
+    see ``compile.scope``). ``memo``: the keys already computed for this pass's input."""
     lineage = "" if shared else ref.run.checkpoints.salt(task, ref.phase)
-    return cache_key(
-        task,
-        runtime.identity(task),
-        context,
-        iteration=tuple(scope or ()),
-        phase=ref.phase,
-        salt=runtime.salt(task) + lineage,
-    )
+    salt = runtime.salt(task) + lineage
+    iteration = tuple(scope or ())
+    slot = (ref.path, ref.phase, iteration, salt)
+    found = memo.get(slot) if memo is not None else None
+    if found is None:
+        found = cache_key(
+            task, runtime.identity(task), context, iteration=iteration, phase=ref.phase, salt=salt
+        )
+        if memo is not None:
+            memo[slot] = found
+    return found
 
 
 async def refresh_shared(
@@ -184,43 +203,51 @@ async def refresh_shared(
     context: Mapping[str, Any],
     scope: Sequence[int] | None,
     payload: Payload,
+    memo: KeyMemo | None = None,
 ) -> None:
     """A fresh run's result also replaces the checkpoint later runs share (its own key is
     the run's lineage, so its retries and resume never read an older one)."""
     run_context = TaskRunContext.get()
     if run_context is None:
         return
-    key = checkpoint_key(runtime, ref, task, context, scope, shared=True)
+    key = checkpoint_key(runtime, ref, task, context, scope, shared=True, memo=memo)
     ttl = ref.run.checkpoints.ttl(task)
     expiration = datetime.now(UTC) + timedelta(seconds=ttl) if ttl else None
-    try:
-        await run_context.result_store.awrite(payload, key=key, expiration=expiration)
-    except Exception as exc:  # the run's own checkpoint is written; this one is a courtesy
-        get_run_logger().warning("could not refresh the shared checkpoint %s: %s", key, exc)
+    store, logger = run_context.result_store, get_run_logger()
+
+    def write() -> None:
+        try:
+            store.write(payload, key=key, expiration=expiration)
+        except Exception as exc:  # the run's own checkpoint is written; this one is a courtesy
+            logger.warning("could not refresh the shared checkpoint %s: %s", key, exc)
+
+    SIDE_WRITES.submit(write)
 
 
 def record_pass(
     runtime: PassRuntime,
+    ref: LeafRef,
     task: Task,
-    phase: str,
-    iteration: tuple[int, ...],
+    scope: Sequence[int] | None,
     context: Mapping[str, Any],
     payload: Payload,
+    memo: KeyMemo | None = None,
 ) -> None:
-    """Write the pass's checkpoint manifest (what its key covered), for ``folpipe plan``."""
-    salt = runtime.salt(task)
-    key = cache_key(
-        task, runtime.identity(task), context, iteration=iteration, phase=phase, salt=salt
-    )
-    write_manifest(
-        Path(runtime.spec.manifests or runtime.spec.root_dir),
-        task,
-        phase=phase,
-        iteration=iteration,
-        key=key,
-        parts=key_parts(task, context, phase=phase, salt=salt),
-        delta=payload.get("delta") or {},
-        seal=seal,
+    """Write the pass's checkpoint manifest (what its key covered: the shared key), for
+    ``folpipe plan``."""
+    key = checkpoint_key(runtime, ref, task, context, scope, shared=True, memo=memo)
+    parts = key_parts(task, context, phase=ref.phase, salt=runtime.salt(task))
+    SIDE_WRITES.submit(  # the parts now: the context may change once the pass returns
+        lambda: write_manifest(
+            Path(runtime.spec.manifests or runtime.spec.root_dir),
+            task,
+            phase=ref.phase,
+            iteration=tuple(scope or ()),
+            key=key,
+            parts=parts,
+            delta=payload.get("delta") or {},
+            seal=seal,
+        )
     )
 
 
@@ -235,8 +262,10 @@ class CheckpointKey:
         tag_task_run(run_context, self.ref.late_tags)  # a cached run never reaches the body
         runtime = runtime_of(self.ref, self.live)
         task = runtime.task(self.ref.path)
-        context = unbox(params["context"])
-        return checkpoint_key(runtime, self.ref, task, context, params.get("scope"), shared=False)
+        boxed = params["context"]
+        memo = boxed.keys if isinstance(boxed, ContextBox) else None
+        scope = params.get("scope")
+        return checkpoint_key(runtime, self.ref, task, unbox(boxed), scope, shared=False, memo=memo)
 
 
 @dataclass(frozen=True)

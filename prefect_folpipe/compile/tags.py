@@ -41,6 +41,10 @@ class TagPlan:
     def late(self, key: str) -> list[str]:
         return self._late.get(key, [])
 
+    def unlimited(self, tags: Sequence[str]) -> bool:
+        """None of ``tags`` has a concurrency limit (known): they can go on as the run starts."""
+        return self.limited is not None and not self.limited & set(tags)
+
 
 def tag_task_run(run_context: Any, tags: Sequence[str]) -> None:
     """Give the running task run (of a ``TaskRunContext``) its tags."""

@@ -164,12 +164,19 @@ async def run_branch(
 
 
 async def show_restored(
-    workflow_name: str, group: str, spec: Any, late_tags: list[str], label: str, entries: Any
+    workflow_name: str,
+    group: str,
+    spec: Any,
+    late_tags: list[str],
+    label: str,
+    entries: Any,
+    covered: Any = None,
 ) -> Any:
-    """The body of a restored run: its artifact (queued), then state ``Cached``."""
+    """The body of a restored run: its artifact (queued), then state ``Cached``; ``covered``:
+    the ``folpipe-restored:<path>`` tags that go on now rather than at creation."""
     restored = unbox(entries)
     WRITER.touch()
-    tag_task_run(TaskRunContext.get(), late_tags)
+    tag_task_run(TaskRunContext.get(), [*late_tags, *(unbox(covered) if covered else [])])
     if spec is None or spec.artifacts == "all":
         artifacts.queue_restored_artifact(workflow_name, group, label, restored)
     cached = sum(1 for entry in restored if entry.status == "cached")

@@ -24,10 +24,14 @@ class ContextBox:
     plain dict context growing with each task made a 200-task chain quadratic.
     """
 
-    __slots__ = ("value",)
+    __slots__ = ("keys", "value")
 
     def __init__(self, value: dict[str, Any]) -> None:
         self.value = value
+        self.keys: dict[tuple[Any, ...], str] = {}
+        """Checkpoint keys computed for the pass this box is the input of: a pass never
+        changes its input context, so its lock, Prefect's cache key, the shared checkpoint
+        and the manifest serialise the context once between them."""
 
     def __repr__(self) -> str:
         return f"<context: {len(self.value)} keys>"

@@ -144,6 +144,9 @@ class CheckpointStorage(LocalFileSystem):
             return Path(base)
         if _plain_file(base, path):  # a record's own name: no symlink to follow
             return Path(base, path)
+        below = _below(base, path)
+        if below is not None:
+            return below
         target = os.path.realpath(os.path.join(base, os.path.expanduser(path)))
         if target != base and not target.startswith(base.rstrip(os.sep) + os.sep):
             raise ValueError(f"Provided path {target} is outside of the base path {base}.")
@@ -175,6 +178,32 @@ def _plain_file(base: str, name: str) -> bool:
         return stat.S_ISREG(os.lstat(os.path.join(base, name)).st_mode)
     except (OSError, ValueError):
         return False
+
+
+def _below(base: str, path: str) -> Path | None:
+    """``path`` (absolute, as Prefect names a record, or relative) inside ``base`` with no
+    link on the way: what ``realpath`` answers, from an ``lstat`` of each part below
+    ``base`` only; ``None`` when that cannot be decided so (a link, ``..``, elsewhere)."""
+    if path.startswith("~"):
+        return None
+    full = path if os.path.isabs(path) else os.path.join(base, path)
+    prefix = base.rstrip(os.sep) + os.sep
+    if not full.startswith(prefix):
+        return None
+    parts = full[len(prefix) :].split(os.sep)
+    if any(part in ("", ".", "..") for part in parts):
+        return None
+    current = base
+    for part in parts:
+        current = os.path.join(current, part)
+        try:
+            if stat.S_ISLNK(os.lstat(current).st_mode):
+                return None
+        except FileNotFoundError:
+            break  # nothing below exists: no link to follow
+        except (OSError, ValueError):
+            return None
+    return Path(full)
 
 
 @functools.lru_cache(maxsize=64)

@@ -7,7 +7,8 @@ running, a gate stops the walk, and a branch runs in place. The first pass witho
 checkpoint stops the walk (``NotRestorable``) and the member runs as usual; a member whose
 whole subtree came back is restored: its records reach the run's tracker as a run would have
 left them, and the group shows what it restored as one ``Cached`` task run, tagged with the
-paths it stands for.
+paths it stands for (they go on as it starts when none has a concurrency limit: Prefect
+asks the API for a lease for every tag a task run is created with).
 """
 
 from __future__ import annotations
@@ -148,9 +149,13 @@ class Restorer:
             what = f"{names[0]} … {names[-1]} ({len(names)} tasks)"
         label = f"{scope.label(group.path)}: {what} {RESTORED_SUFFIX}"
         covered = [restored_tag(child.path) for child, _ in restored]
-        with prefect_tags(*covered):
+        late = ex.tags.plan.unlimited(covered)  # no lease request for hundreds of paths
+        with prefect_tags(*([] if late else covered)):
             state = await ex.tasks.restored(group)(
-                label=label, entries=ContextBox(entries), return_state=True
+                label=label,
+                entries=ContextBox(entries),
+                covered=ContextBox(covered if late else []),
+                return_state=True,
             )
         for _, outcome in restored:
             outcome.handle = state
