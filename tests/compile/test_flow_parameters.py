@@ -19,7 +19,7 @@ async def _body(context: dict[str, Any] | None = None, **inputs: Any) -> None:
     return None
 
 
-class Colour(str, enum.Enum):
+class Colour(enum.StrEnum):
     RED = "red"
 
 
@@ -27,7 +27,7 @@ PLAIN = [
     {},
     {"topic": "x", "n": 3, "ratio": 0.5, "ok": True, "none": None},
     {"nested": {"list": [1, [2, {"deep": "yes"}]], "tuple": (1, 2)}},
-    {1: "int key", 2.5: "float key", None: "none key", True: "bool key"},
+    {1: "int key", 2.5: "float key", None: "none key", False: "bool key"},
     ["a", ("b", "c")],
 ]
 OTHER = [
