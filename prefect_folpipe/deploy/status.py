@@ -360,6 +360,7 @@ async def _summary_tables(
         ArtifactFilterFlowRunId,
         ArtifactFilterKey,
     )
+    from prefect.client.schemas.sorting import ArtifactSort
 
     from ..compile.report.artifacts import summary_key
 
@@ -368,6 +369,7 @@ async def _summary_tables(
             flow_run_id=ArtifactFilterFlowRunId(any_=flow_run_ids),
             key=ArtifactFilterKey(any_=[summary_key(workflow.name)]),
         ),
+        sort=ArtifactSort.CREATED_DESC,  # a retried run has a summary per attempt: the last
         limit=PAGE,
     )
     tables: dict[str, list[dict[str, Any]]] = {}
@@ -377,5 +379,5 @@ async def _summary_tables(
         except ValueError:
             continue
         if isinstance(rows, list) and artifact.flow_run_id is not None:
-            tables[str(artifact.flow_run_id)] = [r for r in rows if isinstance(r, dict)]
+            tables.setdefault(str(artifact.flow_run_id), [r for r in rows if isinstance(r, dict)])
     return tables

@@ -67,9 +67,11 @@ def operation(spans: list[Span], name: str) -> list[Span]:
 
 
 def complete(spans: list[Span]) -> bool:
-    """Every span of the workflow arrived (the passes' from their own processes too)."""
+    """Every span of the workflow arrived (the passes' from their own processes too), and
+    Prefect's flow-run span (it ends last, so it may reach Phoenix in a later batch)."""
     counts = {"invoke_workflow": 1, "invoke_agent": 2, "chat": 3, "execute_tool": 2}
-    return all(len(operation(spans, name)) >= n for name, n in counts.items())
+    prefects = any(s["attributes"].get("prefect.run.type") == "flow" for s in spans)
+    return prefects and all(len(operation(spans, name)) >= n for name, n in counts.items())
 
 
 def read_back(backends: Backends, project: str) -> list[Span]:

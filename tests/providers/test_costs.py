@@ -88,8 +88,8 @@ def test_cost_per_task_and_model_with_cache_hits_and_headroom(
     assert "| `gpt-4o` | 1 | 0 | 2,000 | 1,500 | 100 | 0 |" in report
     assert "| the workflow | 100,000 tokens | 7,300 | 92,700 tokens |" in report
     rows = {row["task"]: row for row in json.loads(artifacts["priced-summary"].data)}
-    assert rows["write"]["cost_usd"] == pytest.approx(SONNET, abs=1e-6)  # cache reads: above
-    assert rows["check"]["cost_usd"] == pytest.approx(GPT_4O)
+    assert rows["write"]["usd"] == pytest.approx(SONNET, abs=1e-6)  # cache reads: above
+    assert rows["check"]["usd"] == pytest.approx(GPT_4O)
 
     status = subprocess.run(
         [sys.executable, "-m", "prefect_folpipe", "status", str(priced), "--json"],
