@@ -116,12 +116,20 @@ def _pattern(values: tuple[str, ...]) -> re.Pattern[str] | None:
     return re.compile("|".join(re.escape(v) for v in values))
 
 
+def _longest_first(found: Iterable[str]) -> tuple[str, ...]:
+    return tuple(sorted(found, key=lambda v: (-len(v), v)))
+
+
 class Redactor:
     """A registry of secret values and the masking every sink applies."""
 
     def __init__(self) -> None:
         self._registered: set[str] = set()
         self._lock = threading.Lock()
+        self._sorted: tuple[frozenset[str], int, tuple[str, ...]] | None = None
+        """The process's secrets, sorted, for the environment's secrets and registrations
+        they were sorted for (every log line, event and span asks: most ask with no change)."""
+        self._registrations = 0
 
     def register(self, *values: str | None) -> None:
         """Add secrets discovered at run time (a resolved Secret block, an API key, ...)."""
@@ -129,15 +137,29 @@ class Redactor:
             self._registered.update(
                 v for v in values if isinstance(v, str) and len(v) >= MIN_SECRET_LENGTH
             )
+            self._registrations += 1
 
     def values(
         self, env: Mapping[str, str] | None = None, extra: Iterable[str] = ()
     ) -> tuple[str, ...]:
         """Every secret to mask, longest first."""
+        if env is None and not extra:
+            return self._process_values()
         with self._lock:
             found = env_secrets(env) | self._registered
         found.update(v for v in extra if v and len(v) >= MIN_SECRET_LENGTH)
-        return tuple(sorted(found, key=lambda v: (-len(v), v)))
+        return _longest_first(found)
+
+    def _process_values(self) -> tuple[str, ...]:
+        """:meth:`values` of the process's environment, sorted again only after a change."""
+        with self._lock:
+            from_env, registrations = _process_env_secrets(), self._registrations
+            known = self._sorted
+            if known is not None and known[0] is from_env and known[1] == registrations:
+                return known[2]
+            found = _longest_first(from_env | self._registered)
+            self._sorted = (from_env, registrations, found)
+            return found
 
     def text(
         self, text: str, *, env: Mapping[str, str] | None = None, extra: Iterable[str] = ()
