@@ -110,7 +110,8 @@ def write_private(path: Path, data: Any) -> None:
         partial = path.with_name(f".{path.name}.partial")
         handle = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            json.dump(data, stream, ensure_ascii=False, default=repr)
+            # dumps, not dump: one call of the C encoder (dump writes piece by piece in Python)
+            stream.write(json.dumps(data, ensure_ascii=False, default=repr))
         os.replace(partial, path)
     except OSError:
         with contextlib.suppress(OSError):

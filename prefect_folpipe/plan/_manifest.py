@@ -24,6 +24,7 @@ import json
 import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -62,10 +63,28 @@ def key_parts(task: Task, context: Mapping[str, Any], *, phase: str, salt: str) 
         "provider": _digest(canonical_json(provider)),
         "override": salt,
         "inputs": {
-            key: _digest(canonical_json(value))
+            key: _input_digest(value)
             for key, value in checkpoint_inputs(task, context, phase).items()
         },
     }
+
+
+SCALARS = (str, int, float, bool, type(None))
+
+
+def _input_digest(value: Any) -> str:
+    """The digest of one input's canonical JSON; a scalar's is remembered (a chain's later
+    tasks read every earlier answer again: without it, hashing inputs grows with the square
+    of the chain's length)."""
+    if type(value) in SCALARS and (type(value) is not str or len(value) <= 4096):
+        return _scalar_digest(type(value), value)  # a long text is not kept alive for it
+    return _digest(canonical_json(value))
+
+
+@lru_cache(maxsize=4096)
+def _scalar_digest(_kind: type, value: Any) -> str:
+    """Keyed by type too: ``True == 1`` and ``1 == 1.0``, but their JSON differs."""
+    return _digest(canonical_json(value))
 
 
 def write_manifest(
