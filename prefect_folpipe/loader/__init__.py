@@ -140,12 +140,26 @@ def _load(
         root, raw_root, discovery.blobs, import_tools=import_tools, content_hashes=content_hashes
     )
     builder.folder_digests = discovery.folder_digests
+    builder.known = discovery.own_parts
     if discovery.root_cascade is None:
         discovery.root_cascade = Cascade()
     task = builder.build(raw_root, discovery.root_cascade, ())
     workflow = Workflow(root=task, root_dir=root, name=task.name, shared_tools=builder.shared_tools)
     diagnostics = _dedupe([*discovery.diagnostics, *builder.diagnostics])
     return LoadResult(root, workflow, diagnostics, builder.sources)
+
+
+@dataclass(frozen=True)
+class _OwnPart:
+    """A task's build that does not depend on its tools (the same when they are imported)."""
+
+    cascade: Cascade
+    provider: Any
+    instructions: str | None
+    snippet_files: list[Path]
+    settings: Any
+    system_prompt: str | None
+    diagnostics: list[Diagnostic]
 
 
 class _Builder:
@@ -165,6 +179,8 @@ class _Builder:
         self.content_hashes = content_hashes
         self.blobs = blobs
         self.folder_digests: dict[tuple[str, str], Any] | None = None
+        self.known: dict[int, _OwnPart] = {}
+        """Each raw task's :class:`_OwnPart` by ``id``, shared by the builds of one load."""
         self.diagnostics: list[Diagnostic] = []
         self.sources: dict[int, SourceMap] = {}
         self.snippets = Snippets(root, blobs=blobs)
@@ -175,15 +191,16 @@ class _Builder:
         self.raw_root = raw_root
 
     def build(self, raw: RawTask, parent: Cascade, lineage: _tools.Lineage) -> Task:
-        cascade = parent.child(raw.config)
-        self.diagnostics += check_provider_blocks(
-            raw.config, cascade.providers, raw.source, raw.path
+        own_part = self.known.get(id(raw))
+        if own_part is None:
+            own_part = self.known[id(raw)] = self._own_part(raw, parent)
+        cascade, provider, instructions, snippet_files = (
+            own_part.cascade,
+            own_part.provider,
+            own_part.instructions,
+            own_part.snippet_files,
         )
-        provider = self.providers.resolve(cascade.agent, cascade.providers)
-        self.diagnostics += check_task_provider(
-            raw.config, provider, cascade.providers, raw.source, raw.path
-        )
-        instructions, snippet_files = self._instructions(raw)
+        self.diagnostics += own_part.diagnostics
         own, problems = _tools.own_tools(
             raw.folder, raw.entries, raw.path, import_tools=self.import_tools, blobs=self.blobs
         )
@@ -212,14 +229,11 @@ class _Builder:
             path=raw.path,
             folder=raw.folder,
             config=raw.config,
-            settings=cascade.effective_settings(
-                loop=raw.config.subtasks is not None
-                and raw.config.subtasks.execution_type == "loop"
-            ),
+            settings=own_part.settings,
             priority=raw.priority,
             instructions=instructions,
             instructions_file=raw.instructions_file,
-            system_prompt=system_prompt(instructions, raw.config.output),
+            system_prompt=own_part.system_prompt,
             children=tuple(self.build(c, cascade, lineage) for c in raw.children),
             disabled_children=tuple(self.build(c, cascade, lineage) for c in raw.disabled),
             tools=tools,
@@ -233,15 +247,31 @@ class _Builder:
         self.sources[id(task)] = raw.source if raw.source_file else SourceMap(raw.rel_dir or ".")
         return task
 
-    def _instructions(self, raw: RawTask) -> tuple[str | None, list[Path]]:
-        if raw.instructions is None or raw.instructions_file is None:
-            return None, []
-        file = raw.instructions_file.relative_to(self.root).as_posix()
-        text, files, problems = self.snippets.expand(
-            raw.instructions, file, raw.path, raw.instructions_line
+    def _own_part(self, raw: RawTask, parent: Cascade) -> _OwnPart:
+        """What a task's build takes from its own folder and the cascade, not from the tools."""
+        cascade = parent.child(raw.config)
+        diagnostics = check_provider_blocks(raw.config, cascade.providers, raw.source, raw.path)
+        provider = self.providers.resolve(cascade.agent, cascade.providers)
+        diagnostics += check_task_provider(
+            raw.config, provider, cascade.providers, raw.source, raw.path
         )
-        self.diagnostics += problems
-        return text, files
+        instructions, snippet_files = None, []
+        if raw.instructions is not None and raw.instructions_file is not None:
+            file = raw.instructions_file.relative_to(self.root).as_posix()
+            instructions, snippet_files, problems = self.snippets.expand(
+                raw.instructions, file, raw.path, raw.instructions_line
+            )
+            diagnostics += problems
+        loop = raw.config.subtasks is not None and raw.config.subtasks.execution_type == "loop"
+        return _OwnPart(
+            cascade=cascade,
+            provider=provider,
+            instructions=instructions,
+            snippet_files=snippet_files,
+            settings=cascade.effective_settings(loop=loop),
+            system_prompt=system_prompt(instructions, raw.config.output),
+            diagnostics=diagnostics,
+        )
 
     def _add(self, problems: list[Diagnostic], path: str) -> None:
         """Diagnostics from the tools package, with files made relative to the root."""

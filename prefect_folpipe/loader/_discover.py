@@ -68,6 +68,8 @@ class Discovery:
         """Task folders' content hashes, shared by the builds over this discovery."""
         self.root_cascade: Any = None
         """The builds' root ``Cascade`` (its merges are kept: the second build reuses them)."""
+        self.own_parts: dict[int, Any] = {}
+        """What the builds take from each raw task's own folder, by ``id`` (``loader``)."""
 
     @property
     def blobs(self) -> dict[str, bytes]:
