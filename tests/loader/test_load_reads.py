@@ -169,3 +169,28 @@ def test_validate_reads_no_data_file_a_run_would_hash(tmp_path, opened) -> None:
     assert hashed.workflow is not None and bare.workflow is not None
     assert all(task.content_hash for task in hashed.workflow.tasks())
     assert {task.content_hash for task in bare.workflow.tasks()} == {""}
+
+
+def test_the_imported_build_keeps_what_one_build_gives(tmp_path) -> None:
+    """A run's second build (tools imported) takes each task's instructions, settings,
+    prompt and provider from the first build of the same load: the tree and the diagnostics
+    are those of a single build that imports the tools."""
+    from prefect_folpipe.loader import load, load_vetted
+
+    root = _workflow(tmp_path / "wf")
+    single = load(root, import_tools=True)
+    vetted, diagnostics = load_vetted(root, lambda _result: [])
+    assert single.workflow is not None and vetted.workflow is not None
+    assert [d.code for d in diagnostics] == [d.code for d in single.diagnostics]
+    by_path = {t.path: t for t in vetted.workflow.tasks()}
+    for task in single.workflow.tasks():
+        twin = by_path[task.path]
+        assert twin.instructions == task.instructions
+        assert task.path == "" or "Be brief." in (task.instructions or "")
+        assert (twin.system_prompt, twin.settings, twin.provider, twin.content_hash) == (
+            task.system_prompt,
+            task.settings,
+            task.provider,
+            task.content_hash,
+        )
+        assert [t.content_hash for t in twin.tools] == [t.content_hash for t in task.tools]

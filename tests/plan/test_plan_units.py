@@ -193,3 +193,15 @@ async def test_a_group_that_cannot_start_a_member_leaves_no_coroutine_unawaited(
         del refused  # its traceback holds the coroutines
         gc.collect()
     assert [str(w.message) for w in caught if w.category is RuntimeWarning] == []
+
+
+def test_an_inputs_digest_is_its_canonical_json_whatever_was_digested_before() -> None:
+    """Scalar inputs' digests are remembered; equal values of other types (``True == 1 ==
+    1.0``) keep digests of their own, and a dict is digested afresh (it may be a new one)."""
+    from prefect_folpipe.plan._manifest import _digest, _input_digest
+    from prefect_folpipe.plan.contextops import canonical_json
+
+    values = [True, 1, 1.0, "1", None, "x" * 5000, {"a": [1, 2]}, [True]]
+    for _ in range(2):
+        assert [_input_digest(v) for v in values] == [_digest(canonical_json(v)) for v in values]
+    assert len({_input_digest(v) for v in (True, 1, 1.0)}) == 3
