@@ -92,3 +92,16 @@ def test_the_console_handlers_are_wrapped_once_and_others_left_alone():
     finally:
         root.removeHandler(console)
         root.removeHandler(kept)
+
+
+def test_a_workers_drain_progress_line_is_not_printed(caplog) -> None:
+    """Prefect's "Still processing items: 1 items remaining..." as its event worker drains at
+    exit is a WARNING with nothing to do about it: not printed; its other warnings are."""
+    prefix_every_line()
+    prefix_every_line()  # idempotent
+    logger = logging.getLogger("EventsWorker")
+    assert sum(type(f).__name__ == "NoDrainProgress" for f in logger.filters) == 1
+    with caplog.at_level(logging.WARNING, logger="EventsWorker"):
+        logger.warning("Still processing items: 1 items remaining...")
+        logger.warning("could not send an event")
+    assert [r.getMessage() for r in caplog.records] == ["could not send an event"]

@@ -10,6 +10,10 @@ Prefect logs a run ending in any state but ``Completed`` as an ERROR; a task who
 gate was declined ends ``Declined`` (a Cancelled state), and a deployment's flow run waiting
 for a gate's answer ends ``Suspended``, both by design: those lines are logged as INFO
 (``GateLinesAsInfo``).
+
+Prefect's event and log workers say "Still processing items: 1 items remaining..." as a
+WARNING when they are drained while a few items are left, which every exit does; those lines
+are not printed (``NoDrainProgress``).
 """
 
 from __future__ import annotations
@@ -50,11 +54,30 @@ class GateLinesAsInfo(logging.Filter):
 
 
 GATE_LINES = ("Finished in state Declined(", "Finished in state Suspended(")
+DRAINED_WORKERS = ("EventsWorker", "APILogWorker")
+"""The loggers of Prefect's queue services (named after their class)."""
+
+
+class NoDrainProgress(logging.Filter):
+    """Not Prefect's "Still processing items: N items remaining..." of a worker's drain."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Still processing items")
+
+
+def quiet_drains() -> None:
+    """Install :class:`NoDrainProgress` on Prefect's queue services' loggers (idempotent)."""
+    for name in DRAINED_WORKERS:
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, NoDrainProgress) for f in logger.filters):
+            logger.addFilter(NoDrainProgress())
 
 
 def prefix_every_line() -> None:
     """Wrap the formatters of the console handlers (idempotent; Prefect's API handler is not a
-    console handler and keeps the record whole); a declined gate's last line is INFO."""
+    console handler and keeps the record whole); a declined gate's last line is INFO;
+    no drain progress lines."""
+    quiet_drains()
     for name in ("prefect.task_runs", "prefect.flow_runs"):
         runs = logging.getLogger(name)
         if not any(isinstance(f, GateLinesAsInfo) for f in runs.filters):

@@ -30,6 +30,7 @@ from typing import Any
 from ..._process.wording import plural
 from ...errors import InfrastructureError
 from ..report import WRITER
+from ._console import quiet_drains
 
 LOG = logging.getLogger("prefect_folpipe.compile")
 
@@ -220,18 +221,12 @@ def _drain_prefect_workers(timeout: float) -> None:
     from prefect.events.worker import EventsWorker
     from prefect.logging.handlers import APILogWorker
 
-    def progress(record: logging.LogRecord) -> bool:  # "Still processing items: 1 ..."
-        return not str(record.msg).startswith("Still processing items")
-
+    quiet_drains()  # here and when Prefect drains them once more as the process exits
     for worker in (EventsWorker, APILogWorker):
-        logger = logging.getLogger(worker.__name__)
-        logger.addFilter(progress)
         try:
             worker.drain_all(timeout=timeout)
         except Exception as exc:  # never fail an exit
             LOG.debug("could not drain %s: %s", worker.__name__, exc)
-        finally:
-            logger.removeFilter(progress)
 
 
 def _wait_recorded(api_url: str, expected: dict[str, tuple[str, str]], deadline: float) -> bool:
