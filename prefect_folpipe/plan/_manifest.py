@@ -28,7 +28,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from .._process.stored import DamagedEntry, read_stored_file
+from .._process.stored import DamagedEntry, read_stored_file, warn_damaged
 from ..loader import file_digests
 from ..workflow.context import checkpoint_inputs
 from ..workflow.names import slug
@@ -39,6 +39,8 @@ from .contextops import canonical_json
 LOG = logging.getLogger("prefect_folpipe.plan")
 KIND = "manifest"
 FORGED = "FP540"
+THEN = "treated as missing"
+NOT_AN_OBJECT = DamagedEntry("it is not a JSON object")
 Seal = Callable[[str, str, bytes], bytes]
 """``(kind, binding, data) -> data``: signs (``seal``) or checks and strips the tag
 (``unseal``, raising ``ValueError`` when it fails)."""
@@ -121,14 +123,19 @@ def read_manifest(
     *,
     unseal: Seal | None = None,
 ) -> dict[str, Any] | None:
-    """The last manifest of a pass, or ``None`` (missing, damaged, or failing ``unseal``'s
-    check: FP540, once per file; without ``unseal`` it is not checked)."""
+    """The last manifest of a pass, or ``None`` (missing; damaged: FP527; failing
+    ``unseal``'s check: FP540; each warned once per file; without ``unseal`` it is not
+    checked)."""
     file = manifest_file(folder, path, phase, iteration)
     try:
         data = read_stored_file(file)
-    except (OSError, DamagedEntry):  # a damaged manifest only costs plan's explanation
+    except OSError:  # none: the pass never ran here
+        return None
+    except DamagedEntry as exc:  # only costs plan's explanation (and --from its shortcut)
+        _warn_damaged(file, exc)
         return None
     if not isinstance(data, dict):
+        _warn_damaged(file, NOT_AN_OBJECT)
         return None
     if unseal is None:
         return data
@@ -140,15 +147,27 @@ def read_manifest(
 
 
 def _warn_forged(file: Path, exc: ValueError) -> None:
+    _warn_once(
+        file,
+        lambda: LOG.warning(
+            "[%s] ignoring checkpoint manifest %s: %s; %s", FORGED, file, exc, THEN
+        ),
+    )
+
+
+def _warn_damaged(file: Path, exc: DamagedEntry) -> None:
+    _warn_once(file, lambda: warn_damaged(LOG, f"checkpoint manifest {file}", exc, THEN))
+
+
+def _warn_once(file: Path, warn: Callable[[], None]) -> None:
+    """``warn`` about ``file`` once per version of it (its modification time)."""
     try:
         mark = (str(file), file.stat().st_mtime_ns)
     except OSError:
         mark = (str(file), 0)
     if mark not in _WARNED:
         _WARNED.add(mark)
-        LOG.warning(
-            "[%s] ignoring checkpoint manifest %s: %s; treated as missing", FORGED, file, exc
-        )
+        warn()
 
 
 def what_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:

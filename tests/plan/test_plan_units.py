@@ -205,3 +205,19 @@ def test_an_inputs_digest_is_its_canonical_json_whatever_was_digested_before() -
     for _ in range(2):
         assert [_input_digest(v) for v in values] == [_digest(canonical_json(v)) for v in values]
     assert len({_input_digest(v) for v in (True, 1, 1.0)}) == 3
+
+
+@pytest.mark.parametrize("content", [b'{"version": 3, "parts"', b"[1, 2]", b"[" * 2000])
+def test_a_damaged_manifest_is_missing_and_said_once(tmp_path, caplog, content) -> None:
+    """Truncated, not an object, nested too deeply: ``None``, one FP527 warning naming it."""
+    from prefect_folpipe.plan._manifest import manifest_file, read_manifest
+
+    file = manifest_file(tmp_path, "draft", "single")
+    file.write_bytes(content)
+    with caplog.at_level("WARNING", logger="prefect_folpipe.plan"):
+        assert read_manifest(tmp_path, "draft", "single") is None
+        assert read_manifest(tmp_path, "draft", "single") is None
+    (warning,) = [r.getMessage() for r in caplog.records]
+    assert "[FP527]" in warning and file.name in warning and "treated as missing" in warning
+    assert read_manifest(tmp_path, "other", "single") is None  # absent: nothing to say
+    assert len(caplog.records) == 1
