@@ -75,7 +75,8 @@ def tracer() -> Any | None:
 
 
 def flush(timeout_s: float = 10.0) -> None:
-    """Send what the installed provider still holds (the run ended; the process may too)."""
+    """Send what the installed provider still holds now (a Dask worker after a pass: its
+    process may be stopped without its exit handlers)."""
     provider = _installed
     if provider:
         try:

@@ -151,7 +151,9 @@ def run_span(
                     labels.pop(PREFECT_TRACEPARENT, None)
                 else:
                     labels[PREFECT_TRACEPARENT] = before
-    setup.flush()
+    # no flush here: the batching exporter sends the run's last spans from its own thread,
+    # and the provider set up from the environment is flushed as the process exits (its
+    # shutdown at exit); a run in a long-lived process does not wait for its export
 
 
 class AgentTrace:
