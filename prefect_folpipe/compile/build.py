@@ -122,7 +122,7 @@ class WorkflowRun:
         return await self.services.report()
 
     async def aclose(self) -> None:
-        self.live.locks.release_all()  # checkpoints written or not, the run lets go
+        await self.live.locks.release_all()  # checkpoints written or not, the run lets go
         try:
             if self.services is not self.local:
                 await self.services.aclose()

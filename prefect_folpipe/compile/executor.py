@@ -316,7 +316,7 @@ class LiveMode:
             state = await runner.run(ex.tasks.leaf(task, phase), parameters, wait_for)
         finally:  # a failed or cancelled pass releases at once, a completed one once written
             if locked and key is not None:
-                self.locks.release(key, settled=not _completed(state))
+                await self.locks.release(key, settled=not _completed(state))
         SETTLE.expect(state)
         forget_result_links(state)
         outcome = await settle_pass(task, state)

@@ -64,10 +64,10 @@ def test_a_second_run_waits_for_the_lease_until_it_is_released(tmp_path: Path) -
         waiting = asyncio.create_task(wait())
         await asyncio.sleep(1.0)
         events.append("first releases")
-        first.release("k", settled=True)
+        await first.release("k", settled=True)
         await asyncio.wait_for(waiting, 10)
         assert _lease(tmp_path, "k")["token"] == second.token
-        second.release_all()
+        await second.release_all()
         return events
 
     assert asyncio.run(scenario()) == ["first holds", "first releases", "second holds"]
@@ -78,10 +78,10 @@ def test_a_lease_is_kept_until_its_checkpoint_is_in_the_block(tmp_path: Path) ->
     async def scenario() -> None:
         locks = BlockLocks(_block(tmp_path))
         assert await locks.acquire("k", TASK)
-        locks.release("k", settled=False)  # completed; Prefect writes the checkpoint later
+        await locks.release("k", settled=False)  # completed; Prefect writes the checkpoint later
         assert not _lease(tmp_path, "k").get("released")
         (tmp_path / "store" / "k").write_text("{}")  # the checkpoint
-        locks.release_written()
+        await locks.release_written()
         assert _lease(tmp_path, "k")["released"] is True
 
     asyncio.run(scenario())

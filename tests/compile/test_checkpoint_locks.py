@@ -44,15 +44,15 @@ def test_a_second_run_waits_until_the_checkpoint_is_written(tmp_path: Path) -> N
         waiting = asyncio.create_task(second.acquire("k", _task()))
         await asyncio.sleep(0.5)
         assert not waiting.done()  # the other run holds it
-        first.release("k", settled=False)  # completed, checkpoint not written yet
+        await first.release("k", settled=False)  # completed, checkpoint not written yet
         await asyncio.sleep(0.5)
         assert not waiting.done()
         (tmp_path / "k").write_text("{}")  # the checkpoint appears
-        first.release_written()
+        await first.release_written()
         order.append("written")
         assert await waiting
         order.append("second")
-        second.release("k", settled=True)
+        await second.release("k", settled=True)
 
     asyncio.run(go())
     assert order == ["written", "second"]
@@ -70,7 +70,7 @@ def test_a_lock_of_a_dead_process_or_an_old_one_is_taken_over(tmp_path: Path, mo
     assert time.monotonic() - started < 5
     held = json.loads((tmp_path / "locks" / "dead.lock").read_text())
     assert held["pid"] == os.getpid() and held["token"] == locks.token
-    locks.release_all()
+    asyncio.run(locks.release_all())
     assert not [p for p in (tmp_path / "locks").iterdir()]
 
 

@@ -35,7 +35,6 @@ from typing import Any
 
 from prefect._internal.compatibility.blocks import (
     call_explicitly_async_block_method,
-    call_explicitly_sync_block_method,
 )
 
 from ...workflow.tree import Task
@@ -75,7 +74,7 @@ class BlockLocks:
 
     async def acquire(self, key: str, task: Task) -> bool:
         """Wait until this run holds ``key``'s lease (``False``: not leased, go on anyway)."""
-        self.release_written()
+        await self.release_written()
         local = self._local.setdefault(key, asyncio.Lock())
         async with local:  # the same key twice in this run: one at a time
             if key in self._held:
@@ -85,35 +84,35 @@ class BlockLocks:
             self._held.add(key)
         return taken
 
-    def release(self, key: str, *, settled: bool) -> None:
+    async def release(self, key: str, *, settled: bool) -> None:
         """The pass of ``key`` ended; ``settled``: nothing more will be written for it. Else
         the lease is kept until its checkpoint can be read through the block."""
         if key not in self._held:
             return
         if settled:
-            self._drop(key)
+            await self._drop(key)
         else:
             self._pending.add(key)
-        self.release_written()
+        await self.release_written()
 
-    def release_written(self) -> None:
+    async def release_written(self) -> None:
         """Release the leases whose checkpoint is now in the block."""
         for key in list(self._pending):
-            if self._sync("read_path", key) is not None:
-                self._drop(key)
+            if await self._async("read_path", key) is not None:
+                await self._drop(key)
 
-    def release_all(self) -> None:
+    async def release_all(self) -> None:
         """The run ends: every lease it holds goes."""
         for key in list(self._held):
-            self._drop(key)
+            await self._drop(key)
 
-    def _drop(self, key: str) -> None:
+    async def _drop(self, key: str) -> None:
         self._pending.discard(key)
         self._held.discard(key)
         path = lease_path(key)
-        if _parse(self._sync("read_path", path)).get("token") == self.token:
+        if _parse(await self._async("read_path", path)).get("token") == self.token:
             released = {"token": self.token, "released": True, "host": HOST}
-            self._sync("write_path", path, json.dumps(released).encode())
+            await self._async("write_path", path, json.dumps(released).encode())
 
     async def _take(self, key: str, task: Task) -> bool:
         path = lease_path(key)
@@ -156,13 +155,6 @@ class BlockLocks:
         """A block call (``None`` when it fails: a missing lease, an unreachable store)."""
         try:
             return await call_explicitly_async_block_method(self.block, method, args, {}) or b""
-        except Exception as exc:
-            LOG.debug("checkpoint lease %s %s: %s", method, args[0], exc)
-            return None
-
-    def _sync(self, method: str, *args: Any) -> Any:
-        try:
-            return call_explicitly_sync_block_method(self.block, method, args, {}) or b""
         except Exception as exc:
             LOG.debug("checkpoint lease %s %s: %s", method, args[0], exc)
             return None

@@ -69,7 +69,7 @@ class CheckpointLocks:
         """Wait until this run holds ``key``'s lock (``False``: not locked, go on anyway)."""
         if self.folder is None:
             return False
-        self.release_written()
+        await self.release_written()
         local = self._local.setdefault(key, asyncio.Lock())
         async with local:  # the same key twice in this run: one at a time
             if key in self._held:  # this run's own lock, its checkpoint not written yet
@@ -79,7 +79,7 @@ class CheckpointLocks:
             self._held.add(key)
         return taken
 
-    def release(self, key: str, *, settled: bool) -> None:
+    async def release(self, key: str, *, settled: bool) -> None:
         """The pass of ``key`` ended; ``settled``: nothing more will be written for it (it
         failed, or came from a checkpoint). Else the lock is kept until the checkpoint file
         exists (checked at each pass and at the end of the run)."""
@@ -89,15 +89,15 @@ class CheckpointLocks:
             self._drop(key)
         else:
             self._pending.add(key)
-        self.release_written()
+        await self.release_written()
 
-    def release_written(self) -> None:
+    async def release_written(self) -> None:
         """Release the locks whose checkpoint is now written."""
         for key in list(self._pending):
             if self.checkpoints is not None and (self.checkpoints / key).is_file():
                 self._drop(key)
 
-    def release_all(self) -> None:
+    async def release_all(self) -> None:
         """The run ends: every lock it holds goes."""
         for key in list(self._held):
             self._drop(key)
