@@ -113,8 +113,25 @@ def _server_env(home: Path, database_url: str) -> dict[str, str]:
         PREFECT_LOGGING_LEVEL="INFO",
         PREFECT_SERVER_LOGGING_LEVEL="WARNING",
         PYTHONUNBUFFERED="1",
+        **FAST_LOOPS,
     )
     return env
+
+
+FAST_LOOPS = {
+    # the server's loops, from Prefect's 5 s (scheduler: 60 s) to what a test waits for:
+    # proactive automations (a deadline passed), new deployments' scheduled runs, paused
+    # runs past their timeout, events readable through the API
+    "PREFECT_SERVER_EVENTS_PROACTIVE_GRANULARITY": "PT1S",
+    "PREFECT_SERVER_SERVICES_SCHEDULER_RECENT_DEPLOYMENTS_LOOP_SECONDS": "1",
+    "PREFECT_SERVER_SERVICES_SCHEDULER_LOOP_SECONDS": "5",
+    "PREFECT_SERVER_SERVICES_PAUSE_EXPIRATIONS_LOOP_SECONDS": "1",
+    "PREFECT_SERVER_SERVICES_EVENT_PERSISTER_FLUSH_INTERVAL": "0.5",
+    # the processes started against it: `serve` polls for its runs every second (10 s)
+    "PREFECT_RUNNER_POLL_FREQUENCY": "1",
+}
+"""Prefect settings of the test servers and the processes started against them: shorter
+polling loops, so a test waits for what it tests and not for a loop's next turn."""
 
 
 def wait_healthy(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
