@@ -113,7 +113,7 @@ def test_deploy_schedule_work_and_resume_on_a_real_server(
     ok(server.run([FOLPIPE, *local]))
     assert "3 of 3 tasks from checkpoints" in ok(server.run([FOLPIPE, *local])).stdout
     args = ["deploy", str(via_api), "--name", "nightly", "--pool", POOL, "--param", "topic=alpha"]
-    ok(server.run([FOLPIPE, *args, "--interval", "15"]))
+    ok(server.run([FOLPIPE, *args, "--interval", "3"]))  # a run due within 3 s
     scheduled = keep_first_scheduled_run(server, "report/nightly")
 
     # 7. folpipe resume retries the failed deployment run itself, through the API
