@@ -29,10 +29,15 @@ SIDE_EFFECT_S = 4
 
 
 def _workflow(root: Path) -> Path:
-    """``first`` answers at once; ``slow`` calls a shell tool that says it started, sleeps and
-    then leaves a side effect (``effect.txt``); ``last`` answers at once."""
+    """``first`` answers at once; ``slow`` calls a shell tool that says it started, sleeps
+    ``SIDE_EFFECT_S`` (less once :func:`_release` was called: a resumed run need not wait it
+    out) and then leaves a side effect (``effect.txt``); ``last`` answers at once."""
     started, effect = root.parent / f"{root.name}.started", root.parent / f"{root.name}.effect"
-    script = f"echo go >> {started}; sleep {SIDE_EFFECT_S}; echo done >> {effect}"
+    released = root.parent / f"{root.name}.released"
+    script = (
+        f"echo go >> {started}; for _ in $(seq {SIDE_EFFECT_S * 10}); "
+        f"do [ -e {released} ] && break; sleep 0.1; done; echo done >> {effect}"
+    )
     return write_workflow(
         root,
         {
@@ -59,6 +64,12 @@ def _started(root: Path) -> Path:
 
 def _effect(root: Path) -> Path:
     return root.parent / f"{root.name}.effect"
+
+
+def _release(root: Path) -> None:
+    """From now on the tool of :func:`_workflow` ends its sleep at once (for the resume that
+    runs it again, once the interrupted run's tool is gone)."""
+    (root.parent / f"{root.name}.released").touch()
 
 
 def _start(env: dict[str, str], *args: str | Path) -> subprocess.Popen[str]:
@@ -197,6 +208,7 @@ def test_sigkill_mid_run_kills_the_tool_and_resume_takes_the_crashed_run(tmp_pat
     assert killed["status"] == "running" and killed["context"] == {"attempt": "new"}
     assert _flow_run_state(killed["flow_run_id"]).is_running()
 
+    _release(root)
     resumed = _folpipe(cli_env, "resume", root, "--json")
     assert resumed.returncode == 0, resumed.stderr
     _clean(resumed.stderr)
@@ -327,6 +339,7 @@ def test_a_signal_ends_in_a_coded_report_and_resume_finishes_the_run(tmp_path, c
     [record] = _records(root)
     assert record["status"] == "interrupted" and record["context"] == {"topic": "signals"}
 
+    _release(root)
     resumed = _folpipe(cli_env, "resume", root, "--json")
     assert resumed.returncode == 0, resumed.stderr
     assert "interrupted" in resumed.stderr
