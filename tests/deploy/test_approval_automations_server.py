@@ -24,12 +24,11 @@ from uuid import UUID
 
 import httpx
 import pytest
-from inprocess import folpipe_in_process
 
 from prefect_folpipe.compile.report._runs import list_runs
 
-from .runs import create_pool, ok, run_worker_once, trigger, with_client
-from .server import FOLPIPE, PrefectServer
+from .runs import create_pool, folpipe, ok, run_worker_once, trigger, with_client
+from .server import PrefectServer
 
 POOL = "folpipe-gate-automations"
 pytestmark = [pytest.mark.server, pytest.mark.timeout(900)]
@@ -131,9 +130,7 @@ def test_a_gate_past_its_deadline_continues_by_itself_with_the_default(
     server = prefect_server
     folder = _folder(tmp_path / "deadline", "deadline", "name: release\n", TOOLS_MD)
     for _ in range(2):  # deploying again replaces the automation, never duplicates it
-        deployed = ok(
-            server.run([FOLPIPE, "deploy", str(folder), "--name", "d", "--pool", pool, "--json"])
-        )
+        deployed = ok(folpipe(server, "deploy", folder, "--name", "d", "--pool", pool, "--json"))
     assert json.loads(deployed.stdout)["automations"] == ["deadline/d: approval deadlines"]
     (automation,) = _automations(server, "deadline/d: ")
     assert automation.actions[0].type == "change-flow-run-state"
@@ -163,7 +160,7 @@ def test_a_gate_past_its_deadline_continues_by_itself_with_the_default(
     latest = max(list_runs(folder), key=lambda r: str(r.get("started_at")))
     (line,) = latest["approvals"]
     assert 'approved=false, reason="no answer in 5 s" (default at deadline' in line, line
-    status = json.loads(ok(server.run([FOLPIPE, "status", str(folder), "--json"])).stdout)
+    status = json.loads(ok(folpipe(server, "status", folder, "--json")).stdout)
     assert "default at deadline" in json.dumps(status)
     assert "default at deadline" in _artifacts_text(server, flow_run_id)
     assert "prefect.automation.action.executed" in _fired(server, "deadline/d: ")
@@ -183,14 +180,12 @@ def test_an_answer_before_the_deadline_keeps_the_automation_quiet(
     server = prefect_server
     tools = TOOLS_MD.replace("timeout: 5s", f"timeout: {ANSWERED_DEADLINE_S}s")
     folder = _folder(tmp_path / "answered", "answered", "name: release\n", tools)
-    ok(server.run([FOLPIPE, "deploy", str(folder), "--name", "a", "--pool", pool]))
+    ok(folpipe(server, "deploy", folder, "--name", "a", "--pool", pool))
     flow_run_id = trigger(server, "answered/a")
     run_worker_once(server, pool, tmp_path / "worker-1.log")
     suspended = _run(server, flow_run_id)
     assert suspended.state.name == "Suspended", suspended.state
-    # `folpipe approvals answer` (in this process: no second spent starting one)
-    answer = ["approvals", "answer", str(flow_run_id), "approved=yes", "reason=go"]
-    ok(folpipe_in_process(*answer, api_url=server.url))
+    ok(folpipe(server, "approvals", "answer", str(flow_run_id), "approved=yes", "reason=go"))
     answered_after = time.time() - suspended.state.timestamp.timestamp()
     assert answered_after < ANSWERED_DEADLINE_S, f"answered {answered_after:.1f} s after"
     run_worker_once(server, pool, tmp_path / "worker-2.log")
@@ -214,9 +209,7 @@ def test_a_deployment_without_deadline_defaults_gets_no_automation(
     gate = 'approval: {prompt: "Ship?", timeout: 1h}\n'
     folder = _folder(tmp_path / "plain", "plain", f"name: release\n{gate}", None)
     deployed = ok(
-        prefect_server.run(
-            [FOLPIPE, "deploy", str(folder), "--name", "p", "--pool", pool, "--json"]
-        )
+        folpipe(prefect_server, "deploy", folder, "--name", "p", "--pool", pool, "--json")
     )
     assert json.loads(deployed.stdout)["automations"] == []
     assert _automations(prefect_server, "plain/p: ") == []
@@ -272,9 +265,7 @@ def test_a_waiting_gate_is_announced_through_a_notification_block(
     gate = 'approval: {prompt: "Ship release 1.2 to production?", notify: ops-hook}\n'
     folder = _folder(tmp_path / "noticed", "noticed", f"name: release\n{gate}", None)
     deployed = ok(
-        prefect_server.run(
-            [FOLPIPE, "deploy", str(folder), "--name", "n", "--pool", pool, "--json"]
-        )
+        folpipe(prefect_server, "deploy", folder, "--name", "n", "--pool", pool, "--json")
     )
     assert json.loads(deployed.stdout)["automations"] == ["noticed/n: approval notice via ops-hook"]
     flow_run_id = trigger(prefect_server, "noticed/n")
