@@ -150,14 +150,35 @@ print(sorted(v for v in Path(f"/proc/{pid}/environ").read_bytes().split(b"\\0")
 """
 
 
+@pytest.fixture(scope="module")
+def migrated_database(worker_server: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the session server's SQLite database: a Prefect database already migrated
+    (SQLite's backup API: a consistent copy of a database in use)."""
+    import sqlite3
+
+    copy = tmp_path_factory.mktemp("migrated") / "prefect.db"
+    source = sqlite3.connect(worker_server.home / "prefect.db")
+    target = sqlite3.connect(copy)
+    try:
+        source.backup(target)
+    finally:
+        target.close()
+        source.close()
+    return copy
+
+
 @pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs /proc")
 @pytest.mark.parametrize(("user", "server"), [(None, "false"), ("true", "true")])
 def test_the_temporary_server_runs_without_telemetry_unless_the_user_chose(
-    tmp_path: Path, user: str | None, server: str
+    tmp_path: Path, user: str | None, server: str, migrated_database: Path
 ) -> None:
     """Its telemetry service wrote the database during the first start's migration and
-    printed "database is locked" tracebacks into the terminal."""
+    printed "database is locked" tracebacks into the terminal. What the server process is
+    started with is the same on any start: the home gets a database migrated already (the
+    first start itself is the first test's)."""
     env = user_env(tmp_path / "home")
+    (tmp_path / "home").mkdir()
+    shutil.copyfile(migrated_database, tmp_path / "home" / "prefect.db")
     if user is not None:
         env["PREFECT_SERVER_ANALYTICS_ENABLED"] = user
     done = subprocess.run(
