@@ -149,6 +149,23 @@ def wait_healthy(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
     )
 
 
+def copy_database(server: PrefectServer, target: Path) -> Path:
+    """A copy of ``server``'s SQLite database at ``target`` (SQLite's backup API: consistent
+    while the server writes it): a Prefect database migrated already, for a temporary server
+    whose test is not about a first start (that start migrates a new database, seconds)."""
+    import sqlite3
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    source = sqlite3.connect(server.home / "prefect.db")
+    copy = sqlite3.connect(target)
+    try:
+        source.backup(copy)
+    finally:
+        copy.close()
+        source.close()
+    return target
+
+
 def start_server(database_url: str | None = None) -> PrefectServer:
     """Start ``prefect server start`` and wait until it is healthy.
 

@@ -24,7 +24,7 @@ import pytest
 
 from prefect_folpipe.compile.infra._server import STARTING_LINE
 
-from .server import FOLPIPE
+from .server import FOLPIPE, copy_database
 
 EXAMPLE = Path(__file__).parent.parent.parent / "examples" / "research_report"
 NOISE = ("Traceback", "Error flushing", "ERROR", "Starting temporary server")
@@ -152,19 +152,8 @@ print(sorted(v for v in Path(f"/proc/{pid}/environ").read_bytes().split(b"\\0")
 
 @pytest.fixture(scope="module")
 def migrated_database(worker_server: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A copy of the session server's SQLite database: a Prefect database already migrated
-    (SQLite's backup API: a consistent copy of a database in use)."""
-    import sqlite3
-
-    copy = tmp_path_factory.mktemp("migrated") / "prefect.db"
-    source = sqlite3.connect(worker_server.home / "prefect.db")
-    target = sqlite3.connect(copy)
-    try:
-        source.backup(target)
-    finally:
-        target.close()
-        source.close()
-    return copy
+    """A copy of the session server's database: a Prefect database migrated already."""
+    return copy_database(worker_server, tmp_path_factory.mktemp("migrated") / "prefect.db")
 
 
 @pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs /proc")
