@@ -20,7 +20,14 @@ from prefect_folpipe.compile.report import TaskCounts, count_tasks
 from prefect_folpipe.deploy.taskruns import task_statuses
 from prefect_folpipe.validate import load_workflow
 
-from .test_faults import _folpipe, _records, _release, _run_until_the_tool_runs, _workflow
+from .test_faults import (
+    _folpipe,
+    _records,
+    _release,
+    _run_until_the_tool_runs,
+    _status,
+    _workflow,
+)
 
 pytestmark = pytest.mark.prefect
 
@@ -90,7 +97,7 @@ def test_status_summary_run_line_and_task_runs_agree_after_a_kill_and_a_resume(
     assert count_tasks(row["status"] for row in json.loads(summary.data)) == counts
 
     # folpipe status: the resumed run and the killed one, each from its run document
-    status = _folpipe(cli_env, "status", root, "--json")
+    status = _status(cli_env, root, "--json")
     assert status.returncode == 0, status.stderr
     runs = {run["flow_run_id"]: run for run in json.loads(status.stdout)["runs"]}
     assert runs[flow_run_id]["tasks"] == counts.__dict__

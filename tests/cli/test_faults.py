@@ -100,6 +100,17 @@ def _folpipe(env: dict[str, str], *args: str | Path) -> subprocess.CompletedProc
     )
 
 
+def _status(
+    cli_env: dict[str, str], root: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``folpipe status ROOT ARGS`` against ``cli_env``'s API, in this process (what it
+    prints), with the variables ``env`` set."""
+    from inprocess import folpipe_in_process
+
+    api = cli_env["PREFECT_API_URL"]
+    return folpipe_in_process("status", str(root), *args, api_url=api, env=env)
+
+
 def _wait_for(condition: Any, timeout: float, what: str) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
@@ -227,12 +238,12 @@ def test_sigkill_mid_run_kills_the_tool_and_resume_takes_the_crashed_run(tmp_pat
     state = _flow_run_state(killed["flow_run_id"])
     assert state.is_crashed() and "died" in (state.message or "")
     # folpipe status names the crashed run and says why (issue 12 point 9)
-    status = _folpipe(cli_env, "status", root, "--json")
+    status = _status(cli_env, root, "--json")
     assert status.returncode == 0, status.stderr
     runs = {run["flow_run_id"]: run for run in json.loads(status.stdout)["runs"]}
     crashed = runs[killed["flow_run_id"]]
     assert crashed["state"] == "Crashed" and "died" in (crashed["message"] or "")
-    plain = _folpipe({**cli_env, "COLUMNS": "200"}, "status", root)
+    plain = _status(cli_env, root, env={"COLUMNS": "200"})
     assert "Crashed" in plain.stdout and "died" in plain.stdout, plain.stdout
     records = _records(root)
     assert records[-2]["status"] == "crashed" and records[-2]["resumed_by"]
