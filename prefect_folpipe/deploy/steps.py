@@ -20,7 +20,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import ConfigError
-from .dependencies import collect_dependencies, dedupe, install
+from .dependencies import collect_dependencies, dedupe, install, missing
 
 
 def project_directory(path: str = ".") -> dict[str, str]:
@@ -37,10 +37,12 @@ def project_directory(path: str = ".") -> dict[str, str]:
 
 
 def install_dependencies(path: str = ".", packages: list[str] | None = None) -> dict[str, object]:
-    """Install the workflow's ``dependencies:`` (plus ``packages``) into the running interpreter."""
+    """Install the workflow's ``dependencies:`` (plus ``packages``) into the running interpreter:
+    those it does not already satisfy, as ``folpipe run`` does (an installer started for
+    requirements that are all met took a second or more of every flow run's start)."""
     from ..validate import load_workflow
 
     workflow = load_workflow(Path(path), import_tools=False)  # reads, never runs, its code
     wanted = dedupe([*collect_dependencies(workflow), *(packages or [])])
-    command = install(wanted)
+    command = install(missing(wanted))
     return {"packages": wanted, "command": " ".join(command)}

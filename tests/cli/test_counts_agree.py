@@ -16,11 +16,18 @@ from uuid import UUID
 
 import pytest
 
-from prefect_folpipe.compile.report import count_tasks
+from prefect_folpipe.compile.report import TaskCounts, count_tasks
 from prefect_folpipe.deploy.taskruns import task_statuses
 from prefect_folpipe.validate import load_workflow
 
-from .test_faults import _folpipe, _records, _run_until_the_tool_runs, _workflow
+from .test_faults import (
+    _folpipe,
+    _records,
+    _release,
+    _run_until_the_tool_runs,
+    _status,
+    _workflow,
+)
 
 pytestmark = pytest.mark.prefect
 
@@ -50,9 +57,9 @@ def _read(flow_run_id: str) -> tuple[Any, list[Any], list[Any]]:
     return asyncio.run(read())
 
 
-def _from_task_runs(root: Path, flow_run_id: str, expected: Any) -> Any:
-    """The counts of the flow run's task runs, polled until they agree or 30 s pass (task
-    runs are recorded from events)."""
+def _from_task_runs(root: Path, flow_run_id: str, expected: TaskCounts) -> TaskCounts:
+    """The counts of the flow run's task runs, polled until they are ``expected`` or 30 s
+    pass (task runs are recorded from events)."""
     tree = load_workflow(root).root
     deadline = time.monotonic() + 30
     while True:
@@ -72,6 +79,7 @@ def test_status_summary_run_line_and_task_runs_agree_after_a_kill_and_a_resume(
     proc.wait(timeout=30)
     killed = _records(root)[-1]["flow_run_id"]
 
+    _release(root)
     resumed = _folpipe({**cli_env, "COLUMNS": "200"}, "resume", root)
     assert resumed.returncode == 0, resumed.stderr
     flow_run_id = re.search(r"flow run ([0-9a-f-]{36})", resumed.stdout).group(1)  # type: ignore[union-attr]
@@ -89,7 +97,7 @@ def test_status_summary_run_line_and_task_runs_agree_after_a_kill_and_a_resume(
     assert count_tasks(row["status"] for row in json.loads(summary.data)) == counts
 
     # folpipe status: the resumed run and the killed one, each from its run document
-    status = _folpipe(cli_env, "status", root, "--json")
+    status = _status(cli_env, root, "--json")
     assert status.returncode == 0, status.stderr
     runs = {run["flow_run_id"]: run for run in json.loads(status.stdout)["runs"]}
     assert runs[flow_run_id]["tasks"] == counts.__dict__
@@ -102,4 +110,5 @@ def test_status_summary_run_line_and_task_runs_agree_after_a_kill_and_a_resume(
 
     # the task runs the UI shows, read back per task, count the same
     assert _from_task_runs(root, flow_run_id, counts) == counts
-    assert _from_task_runs(root, killed, None).__dict__ == crashed["tasks"]
+    from_status = TaskCounts(**crashed["tasks"])
+    assert _from_task_runs(root, killed, from_status).__dict__ == crashed["tasks"]

@@ -29,10 +29,15 @@ SIDE_EFFECT_S = 4
 
 
 def _workflow(root: Path) -> Path:
-    """``first`` answers at once; ``slow`` calls a shell tool that says it started, sleeps and
-    then leaves a side effect (``effect.txt``); ``last`` answers at once."""
+    """``first`` answers at once; ``slow`` calls a shell tool that says it started, sleeps
+    ``SIDE_EFFECT_S`` (less once :func:`_release` was called: a resumed run need not wait it
+    out) and then leaves a side effect (``effect.txt``); ``last`` answers at once."""
     started, effect = root.parent / f"{root.name}.started", root.parent / f"{root.name}.effect"
-    script = f"echo go >> {started}; sleep {SIDE_EFFECT_S}; echo done >> {effect}"
+    released = root.parent / f"{root.name}.released"
+    script = (
+        f"echo go >> {started}; for _ in $(seq {SIDE_EFFECT_S * 10}); "
+        f"do [ -e {released} ] && break; sleep 0.1; done; echo done >> {effect}"
+    )
     return write_workflow(
         root,
         {
@@ -61,6 +66,12 @@ def _effect(root: Path) -> Path:
     return root.parent / f"{root.name}.effect"
 
 
+def _release(root: Path) -> None:
+    """From now on the tool of :func:`_workflow` ends its sleep at once (for the resume that
+    runs it again, once the interrupted run's tool is gone)."""
+    (root.parent / f"{root.name}.released").touch()
+
+
 def _start(env: dict[str, str], *args: str | Path) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "prefect_folpipe", *map(str, args)],
@@ -87,6 +98,17 @@ def _folpipe(env: dict[str, str], *args: str | Path) -> subprocess.CompletedProc
         env=env,
         timeout=300,
     )
+
+
+def _status(
+    cli_env: dict[str, str], root: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``folpipe status ROOT ARGS`` against ``cli_env``'s API, in this process (what it
+    prints), with the variables ``env`` set."""
+    from inprocess import folpipe_in_process
+
+    api = cli_env["PREFECT_API_URL"]
+    return folpipe_in_process("status", str(root), *args, api_url=api, env=env)
 
 
 def _wait_for(condition: Any, timeout: float, what: str) -> None:
@@ -197,6 +219,7 @@ def test_sigkill_mid_run_kills_the_tool_and_resume_takes_the_crashed_run(tmp_pat
     assert killed["status"] == "running" and killed["context"] == {"attempt": "new"}
     assert _flow_run_state(killed["flow_run_id"]).is_running()
 
+    _release(root)
     resumed = _folpipe(cli_env, "resume", root, "--json")
     assert resumed.returncode == 0, resumed.stderr
     _clean(resumed.stderr)
@@ -215,12 +238,12 @@ def test_sigkill_mid_run_kills_the_tool_and_resume_takes_the_crashed_run(tmp_pat
     state = _flow_run_state(killed["flow_run_id"])
     assert state.is_crashed() and "died" in (state.message or "")
     # folpipe status names the crashed run and says why (issue 12 point 9)
-    status = _folpipe(cli_env, "status", root, "--json")
+    status = _status(cli_env, root, "--json")
     assert status.returncode == 0, status.stderr
     runs = {run["flow_run_id"]: run for run in json.loads(status.stdout)["runs"]}
     crashed = runs[killed["flow_run_id"]]
     assert crashed["state"] == "Crashed" and "died" in (crashed["message"] or "")
-    plain = _folpipe({**cli_env, "COLUMNS": "200"}, "status", root)
+    plain = _status(cli_env, root, env={"COLUMNS": "200"})
     assert "Crashed" in plain.stdout and "died" in plain.stdout, plain.stdout
     records = _records(root)
     assert records[-2]["status"] == "crashed" and records[-2]["resumed_by"]
@@ -327,6 +350,7 @@ def test_a_signal_ends_in_a_coded_report_and_resume_finishes_the_run(tmp_path, c
     [record] = _records(root)
     assert record["status"] == "interrupted" and record["context"] == {"topic": "signals"}
 
+    _release(root)
     resumed = _folpipe(cli_env, "resume", root, "--json")
     assert resumed.returncode == 0, resumed.stderr
     assert "interrupted" in resumed.stderr
@@ -444,9 +468,13 @@ def _cmdline(pid: int) -> str:
         return ""
 
 
-def test_the_temporary_server_does_not_outlive_a_killed_run(tmp_path, cli_env):
+def test_the_temporary_server_does_not_outlive_a_killed_run(tmp_path, cli_env, worker_server):
+    from deploy.server import copy_database
+
     root = _workflow(tmp_path / "wf")
-    # the first start of a fresh PREFECT_HOME migrates its database: give it time here
+    # a home with a migrated database (a copy of the session server's): the first start of
+    # a fresh PREFECT_HOME would migrate one, seconds this test is not about
+    copy_database(worker_server, tmp_path / "home" / "prefect.db")
     env = _ephemeral_env(
         cli_env, tmp_path / "home", PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS="240"
     )

@@ -32,6 +32,18 @@ def copy_workflow(tmp_path: Path, name: str, source: Path = REPORT) -> Path:
     return target
 
 
+def folpipe(server: PrefectServer, *args: str | Path) -> subprocess.CompletedProcess[str]:
+    """``folpipe ARGS`` against ``server``, run in this process (``tests/inprocess.py``: the
+    same exit code, stdout and stderr, without a second or two of start-up). For commands
+    that talk to the API: ``deploy``, ``deploy init``, ``status``, ``approvals``, ``resume``
+    of a deployment's run (through the API). A command that runs a flow here (``run``) only
+    against the session's server: this process sends its events there, whatever ``server``
+    is."""
+    from inprocess import folpipe_in_process
+
+    return folpipe_in_process(*map(str, args), api_url=server.url)
+
+
 def cli_value(text: str) -> Any:
     """A ``--param key=value`` value as Prefect's CLI reads it: JSON, else the plain string."""
     try:

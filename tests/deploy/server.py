@@ -113,8 +113,25 @@ def _server_env(home: Path, database_url: str) -> dict[str, str]:
         PREFECT_LOGGING_LEVEL="INFO",
         PREFECT_SERVER_LOGGING_LEVEL="WARNING",
         PYTHONUNBUFFERED="1",
+        **FAST_LOOPS,
     )
     return env
+
+
+FAST_LOOPS = {
+    # the server's loops, from Prefect's 5 s (scheduler: 60 s) to what a test waits for:
+    # proactive automations (a deadline passed), new deployments' scheduled runs, paused
+    # runs past their timeout, events readable through the API
+    "PREFECT_SERVER_EVENTS_PROACTIVE_GRANULARITY": "PT1S",
+    "PREFECT_SERVER_SERVICES_SCHEDULER_RECENT_DEPLOYMENTS_LOOP_SECONDS": "1",
+    "PREFECT_SERVER_SERVICES_SCHEDULER_LOOP_SECONDS": "5",
+    "PREFECT_SERVER_SERVICES_PAUSE_EXPIRATIONS_LOOP_SECONDS": "1",
+    "PREFECT_SERVER_SERVICES_EVENT_PERSISTER_FLUSH_INTERVAL": "0.5",
+    # the processes started against it: `serve` polls for its runs every second (10 s)
+    "PREFECT_RUNNER_POLL_FREQUENCY": "1",
+}
+"""Prefect settings of the test servers and the processes started against them: shorter
+polling loops, so a test waits for what it tests and not for a loop's next turn."""
 
 
 def wait_healthy(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
@@ -130,6 +147,23 @@ def wait_healthy(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
     raise RuntimeError(
         f"prefect server not healthy after {STARTUP_TIMEOUT_S}s:\n{log.read_text()[-3000:]}"
     )
+
+
+def copy_database(server: PrefectServer, target: Path) -> Path:
+    """A copy of ``server``'s SQLite database at ``target`` (SQLite's backup API: consistent
+    while the server writes it): a Prefect database migrated already, for a temporary server
+    whose test is not about a first start (that start migrates a new database, seconds)."""
+    import sqlite3
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    source = sqlite3.connect(server.home / "prefect.db")
+    copy = sqlite3.connect(target)
+    try:
+        source.backup(copy)
+    finally:
+        copy.close()
+        source.close()
+    return target
 
 
 def start_server(database_url: str | None = None) -> PrefectServer:

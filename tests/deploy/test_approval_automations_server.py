@@ -27,8 +27,8 @@ import pytest
 
 from prefect_folpipe.compile.report._runs import list_runs
 
-from .runs import ok, run_worker_once, trigger, with_client
-from .server import FOLPIPE, PREFECT, PrefectServer
+from .runs import create_pool, folpipe, ok, run_worker_once, trigger, with_client
+from .server import PrefectServer
 
 POOL = "folpipe-gate-automations"
 pytestmark = [pytest.mark.server, pytest.mark.timeout(900)]
@@ -77,7 +77,7 @@ def _poll(read: Any, done: Any, timeout: float, what: str) -> Any:
     deadline = time.monotonic() + timeout
     value = read()
     while not done(value) and time.monotonic() < deadline:
-        time.sleep(1)
+        time.sleep(0.25)
         value = read()
     assert done(value), f"{what}: still {value!r} after {timeout:g} s"
     return value
@@ -120,7 +120,7 @@ def _artifacts_text(server: PrefectServer, flow_run_id: UUID) -> str:
 
 @pytest.fixture(scope="module")
 def pool(prefect_server: PrefectServer) -> str:
-    ok(prefect_server.run([PREFECT, "work-pool", "create", POOL, "--type", "process"]))
+    create_pool(prefect_server, POOL)  # `prefect work-pool create POOL --type process`
     return POOL
 
 
@@ -130,9 +130,7 @@ def test_a_gate_past_its_deadline_continues_by_itself_with_the_default(
     server = prefect_server
     folder = _folder(tmp_path / "deadline", "deadline", "name: release\n", TOOLS_MD)
     for _ in range(2):  # deploying again replaces the automation, never duplicates it
-        deployed = ok(
-            server.run([FOLPIPE, "deploy", str(folder), "--name", "d", "--pool", pool, "--json"])
-        )
+        deployed = ok(folpipe(server, "deploy", folder, "--name", "d", "--pool", pool, "--json"))
     assert json.loads(deployed.stdout)["automations"] == ["deadline/d: approval deadlines"]
     (automation,) = _automations(server, "deadline/d: ")
     assert automation.actions[0].type == "change-flow-run-state"
@@ -162,34 +160,44 @@ def test_a_gate_past_its_deadline_continues_by_itself_with_the_default(
     latest = max(list_runs(folder), key=lambda r: str(r.get("started_at")))
     (line,) = latest["approvals"]
     assert 'approved=false, reason="no answer in 5 s" (default at deadline' in line, line
-    status = json.loads(ok(server.run([FOLPIPE, "status", str(folder), "--json"])).stdout)
+    status = json.loads(ok(folpipe(server, "status", folder, "--json")).stdout)
     assert "default at deadline" in json.dumps(status)
     assert "default at deadline" in _artifacts_text(server, flow_run_id)
     assert "prefect.automation.action.executed" in _fired(server, "deadline/d: ")
+
+
+ANSWERED_DEADLINE_S = 15
+"""The gate's deadline in the answered test: time to answer after the run suspended (about
+two seconds on a quiet machine)."""
+QUIET_S = 6
+"""How long past that deadline the answered run is watched: a deadline automation fires
+about a second after the deadline on the test server (proactive evaluation every second)."""
 
 
 def test_an_answer_before_the_deadline_keeps_the_automation_quiet(
     prefect_server: PrefectServer, pool: str, tmp_path: Path
 ) -> None:
     server = prefect_server
-    tools = TOOLS_MD.replace("timeout: 5s", "timeout: 30s")
+    tools = TOOLS_MD.replace("timeout: 5s", f"timeout: {ANSWERED_DEADLINE_S}s")
     folder = _folder(tmp_path / "answered", "answered", "name: release\n", tools)
-    ok(server.run([FOLPIPE, "deploy", str(folder), "--name", "a", "--pool", pool]))
+    ok(folpipe(server, "deploy", folder, "--name", "a", "--pool", pool))
     flow_run_id = trigger(server, "answered/a")
     run_worker_once(server, pool, tmp_path / "worker-1.log")
     suspended = _run(server, flow_run_id)
     assert suspended.state.name == "Suspended", suspended.state
-    answer = [FOLPIPE, "approvals", "answer", str(flow_run_id), "approved=yes", "reason=go"]
-    ok(server.run(answer))
+    ok(folpipe(server, "approvals", "answer", str(flow_run_id), "approved=yes", "reason=go"))
+    answered_after = time.time() - suspended.state.timestamp.timestamp()
+    assert answered_after < ANSWERED_DEADLINE_S, f"answered {answered_after:.1f} s after"
     run_worker_once(server, pool, tmp_path / "worker-2.log")
     assert _run(server, flow_run_id).state.name == "Completed"
     assert (folder / "subtasks/10_release/deployed.txt").read_text() == "1.2"
-    # past the deadline (and a proactive evaluation or two), the finished run stays finished:
-    # the answer's `Resuming` event told the automation the gate was left
-    quiet_until = suspended.state.timestamp.timestamp() + 30 + 20
+    # past the deadline (and proactive evaluations: the test server's run every second, a
+    # missed deadline fires about a second after it), the finished run stays finished: the
+    # answer's `Resuming` event told the automation the gate was left
+    quiet_until = suspended.state.timestamp.timestamp() + ANSWERED_DEADLINE_S + QUIET_S
     while time.time() < quiet_until:
         assert _run(server, flow_run_id).state.name == "Completed"
-        time.sleep(1)
+        time.sleep(0.5)
     (line,) = max(list_runs(folder), key=lambda r: str(r.get("started_at")))["approvals"]
     assert "(Prefect UI" in line, line
     assert _fired(server, "answered/a: ") == []
@@ -201,9 +209,7 @@ def test_a_deployment_without_deadline_defaults_gets_no_automation(
     gate = 'approval: {prompt: "Ship?", timeout: 1h}\n'
     folder = _folder(tmp_path / "plain", "plain", f"name: release\n{gate}", None)
     deployed = ok(
-        prefect_server.run(
-            [FOLPIPE, "deploy", str(folder), "--name", "p", "--pool", pool, "--json"]
-        )
+        folpipe(prefect_server, "deploy", folder, "--name", "p", "--pool", pool, "--json")
     )
     assert json.loads(deployed.stdout)["automations"] == []
     assert _automations(prefect_server, "plain/p: ") == []
@@ -259,9 +265,7 @@ def test_a_waiting_gate_is_announced_through_a_notification_block(
     gate = 'approval: {prompt: "Ship release 1.2 to production?", notify: ops-hook}\n'
     folder = _folder(tmp_path / "noticed", "noticed", f"name: release\n{gate}", None)
     deployed = ok(
-        prefect_server.run(
-            [FOLPIPE, "deploy", str(folder), "--name", "n", "--pool", pool, "--json"]
-        )
+        folpipe(prefect_server, "deploy", folder, "--name", "n", "--pool", pool, "--json")
     )
     assert json.loads(deployed.stdout)["automations"] == ["noticed/n: approval notice via ops-hook"]
     flow_run_id = trigger(prefect_server, "noticed/n")

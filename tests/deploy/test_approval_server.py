@@ -21,8 +21,8 @@ import pytest
 
 from prefect_folpipe.compile.report._runs import list_runs, resumable_run
 
-from .runs import create_pool, expand_restored, ok, trigger, with_client
-from .server import FOLPIPE, PREFECT, PrefectServer, stop_process_group
+from .runs import create_pool, expand_restored, folpipe, ok, trigger, with_client
+from .server import PREFECT, PrefectServer, stop_process_group
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "deploy" / "approval"
 POOL = "folpipe-approval"
@@ -118,7 +118,7 @@ def test_a_deployment_run_waits_for_approval_without_holding_a_worker(
     shutil.copytree(FIXTURE, unanswered)
     (unanswered / "subtasks/20_ship/task.yaml").write_text(TIMING_OUT)
     for folder, name in ((answered, "answered"), (unanswered, "unanswered")):
-        ok(server.run([FOLPIPE, "deploy", str(folder), "--name", name, "--pool", POOL]))
+        ok(folpipe(server, "deploy", folder, "--name", name, "--pool", POOL))
     waiting = trigger(server, "release/answered")
     expiring = trigger(server, "release/unanswered")
 

@@ -20,13 +20,14 @@ from .runs import (
     copy_workflow,
     create_pool,
     flow_run_states,
+    folpipe,
     ok,
     retry_like_the_ui,
     run_worker_once,
     task_run_states,
     trigger,
 )
-from .server import FOLPIPE, PrefectServer
+from .server import PrefectServer
 
 POOL = "folpipe-scope"
 DONE = {"research": "Completed", "write": "Completed"}
@@ -37,7 +38,7 @@ pytestmark = [pytest.mark.server, pytest.mark.timeout(900)]
 
 def deploy(server: PrefectServer, folder: Path, name: str) -> str:
     args = ["deploy", str(folder), "--name", name, "--pool", POOL, "--param", "topic=scope"]
-    return json.loads(ok(server.run([FOLPIPE, *args, "--json"])).stdout)["full_name"]
+    return json.loads(ok(folpipe(server, *args, "--json")).stdout)["full_name"]
 
 
 def test_deployment_runs_are_fresh_unless_they_opt_in(
@@ -89,10 +90,10 @@ def test_local_runs_against_a_server_reuse_checkpoints_across_runs(
     prefect_server: PrefectServer, tmp_path: Path
 ) -> None:
     folder = copy_workflow(tmp_path, "local")
-    args = [FOLPIPE, "run", str(folder), "--context", '{"topic": "dev loop"}']
-    first = ok(prefect_server.run(args))
+    args = ["run", str(folder), "--context", '{"topic": "dev loop"}']
+    first = ok(folpipe(prefect_server, *args))
     assert "from checkpoints" not in first.stdout
-    second = ok(prefect_server.run(args))
+    second = ok(folpipe(prefect_server, *args))
     assert "3 of 3 tasks from checkpoints (--fresh to re-run)" in second.stdout
-    fresh = ok(prefect_server.run([*args, "--fresh"]))
+    fresh = ok(folpipe(prefect_server, *args, "--fresh"))
     assert "from checkpoints" not in fresh.stdout

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from prefect_folpipe.plan import DaskPlan, build_plan
 from prefect_folpipe.validate import load_workflow
 
 from .runs import ok
-from .server import PrefectServer
+from .server import PrefectServer, stop_process_group
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "deploy"
 EXAMPLE = Path(__file__).parent.parent.parent / "examples" / "research_report"
@@ -75,6 +76,31 @@ def _probe(server: PrefectServer, workflow: Path, runs: int = 2) -> dict[str, An
     return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
 
+def _probes(server: PrefectServer, logs: dict[Path, Path], runs: int = 2) -> list[dict[str, Any]]:
+    """:func:`_probe` of each workflow of ``logs`` (its probe log: the value), the processes
+    running at the same time (each waits for its server, its retries, its cluster)."""
+    started = [
+        subprocess.Popen(
+            [sys.executable, str(PROBE), str(workflow), str(runs)],
+            env={**server.env, "FOLPIPE_PROBE_LOG": str(log)},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+        for workflow, log in logs.items()
+    ]
+    found = []
+    for process in started:
+        try:
+            out, err = process.communicate(timeout=240)
+        finally:
+            stop_process_group(process)
+        assert process.returncode == 0, f"{process.args}\nstdout:\n{out}\nstderr:\n{err}"
+        found.append(json.loads(out.strip().splitlines()[-1]))
+    return found
+
+
 @pytest.fixture
 def probe_server(prefect_server: PrefectServer, tmp_path: Path) -> PrefectServer:
     """The session server with the probe provider importable and the Secret block saved."""
@@ -110,11 +136,15 @@ def _calls(log: Path) -> list[dict[str, Any]]:
 def test_the_local_and_the_dask_runner_give_the_same_run(
     probe_server: PrefectServer, tmp_path: Path
 ) -> None:
-    local = _probe(probe_server, _copy(FIXTURES / "parity", tmp_path / "local", dask=False))
-    local_calls = _calls(tmp_path / "probe.log")
-    (tmp_path / "probe.log").unlink()
-    dask = _probe(probe_server, _copy(FIXTURES / "parity", tmp_path / "dasks", dask=True))
-    dask_calls = _calls(tmp_path / "probe.log")
+    local_log, dask_log = tmp_path / "local.probe.log", tmp_path / "dasks.probe.log"
+    local, dask = _probes(
+        probe_server,
+        {
+            _copy(FIXTURES / "parity", tmp_path / "local", dask=False): local_log,
+            _copy(FIXTURES / "parity", tmp_path / "dasks", dask=True): dask_log,
+        },
+    )
+    local_calls, dask_calls = _calls(local_log), _calls(dask_log)
 
     for first, second in zip(local["runs"], dask["runs"], strict=True):
         assert _context(first["run"]) == _context(second["run"])  # final contexts

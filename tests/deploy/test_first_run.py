@@ -24,7 +24,7 @@ import pytest
 
 from prefect_folpipe.compile.infra._server import STARTING_LINE
 
-from .server import FOLPIPE
+from .server import FOLPIPE, copy_database
 
 EXAMPLE = Path(__file__).parent.parent.parent / "examples" / "research_report"
 NOISE = ("Traceback", "Error flushing", "ERROR", "Starting temporary server")
@@ -150,14 +150,24 @@ print(sorted(v for v in Path(f"/proc/{pid}/environ").read_bytes().split(b"\\0")
 """
 
 
+@pytest.fixture(scope="module")
+def migrated_database(worker_server: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the session server's database: a Prefect database migrated already."""
+    return copy_database(worker_server, tmp_path_factory.mktemp("migrated") / "prefect.db")
+
+
 @pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs /proc")
 @pytest.mark.parametrize(("user", "server"), [(None, "false"), ("true", "true")])
 def test_the_temporary_server_runs_without_telemetry_unless_the_user_chose(
-    tmp_path: Path, user: str | None, server: str
+    tmp_path: Path, user: str | None, server: str, migrated_database: Path
 ) -> None:
     """Its telemetry service wrote the database during the first start's migration and
-    printed "database is locked" tracebacks into the terminal."""
+    printed "database is locked" tracebacks into the terminal. What the server process is
+    started with is the same on any start: the home gets a database migrated already (the
+    first start itself is the first test's)."""
     env = user_env(tmp_path / "home")
+    (tmp_path / "home").mkdir()
+    shutil.copyfile(migrated_database, tmp_path / "home" / "prefect.db")
     if user is not None:
         env["PREFECT_SERVER_ANALYTICS_ENABLED"] = user
     done = subprocess.run(

@@ -23,8 +23,9 @@ pytest.importorskip("prefect_dask")
 from telemetry.test_otel_export import SECRET, _files, folpipe, write
 
 from .phoenix import Phoenix, executable, missing, phoenix, wait_for
-from .runs import ok, run_worker_once, trigger
-from .server import FOLPIPE, PREFECT, PrefectServer
+from .runs import create_pool, ok, run_worker_once, trigger
+from .runs import folpipe as folpipe_here
+from .server import PrefectServer
 
 pytestmark = [pytest.mark.server, pytest.mark.timeout(900)]
 Span = dict[str, Any]
@@ -137,10 +138,10 @@ def test_a_run_on_dask_workers(backends: Backends, tmp_path: Path) -> None:
 def test_a_deployment_run_on_a_worker(backends: Backends, tmp_path: Path) -> None:
     server = backends.prefect
     pool = f"phoenix-{uuid.uuid4().hex[:6]}"
-    ok(server.run([PREFECT, "work-pool", "create", pool, "--type", "process"]))
+    create_pool(server, pool)  # `prefect work-pool create POOL --type process`
     wf = write(tmp_path / "traced", _files())
-    args = [FOLPIPE, "deploy", str(wf), "--name", "phoenix", "--pool", pool, "--json"]
-    deployed = json.loads(ok(server.run(args)).stdout)
+    args = ["deploy", str(wf), "--name", "phoenix", "--pool", pool, "--json"]
+    deployed = json.loads(ok(folpipe_here(server, *args)).stdout)
     project = f"worker-{uuid.uuid4().hex[:8]}"
     worker = PrefectServer(server.url, server.home, traced(backends, project), server.process)
     trigger(server, deployed["full_name"])

@@ -16,8 +16,8 @@ pytest.importorskip("opentelemetry.exporter.otlp.proto.http")
 from telemetry.receiver import otlp_receiver
 from telemetry.test_otel_export import SECRET, _files, ancestors, by_id, operation, write
 
-from .runs import create_pool, ok, run_worker_once, trigger
-from .server import FOLPIPE, PrefectServer
+from .runs import create_pool, folpipe, ok, run_worker_once, trigger
+from .server import PrefectServer
 
 pytestmark = [pytest.mark.server, pytest.mark.timeout(900)]
 
@@ -28,8 +28,8 @@ def test_a_deployment_run_on_a_worker_exports_its_trace(
     pool = f"otel-{uuid.uuid4().hex[:6]}"
     create_pool(prefect_server, pool)
     wf = write(tmp_path / "traced", _files())
-    args = [FOLPIPE, "deploy", str(wf), "--name", "otel", "--pool", pool, "--json"]
-    deployed = json.loads(ok(prefect_server.run(args)).stdout)
+    args = ["deploy", str(wf), "--name", "otel", "--pool", pool, "--json"]
+    deployed = json.loads(ok(folpipe(prefect_server, *args)).stdout)
     with otlp_receiver() as (endpoint, got):
         traced = {
             **{k: v for k, v in prefect_server.env.items() if not k.startswith("OTEL_")},

@@ -13,13 +13,14 @@ from .runs import (
     copy_workflow,
     create_pool,
     flow_run_states,
+    folpipe,
     ok,
     run_worker_once,
     task_run_states,
     trigger,
     with_client,
 )
-from .server import FOLPIPE, PrefectServer
+from .server import PrefectServer
 
 POOL = "folpipe-rerun"
 DONE = {"research": "Completed", "write": "Completed"}
@@ -34,15 +35,15 @@ def test_a_deployment_run_re_run_from_a_task_through_the_api(
     create_pool(server, POOL)
     folder = copy_workflow(tmp_path, "rerun")
     args = ["deploy", str(folder), "--name", "rerun", "--pool", POOL, "--param", "topic=again"]
-    name = json.loads(ok(server.run([FOLPIPE, *args, "--json"])).stdout)["full_name"]
+    name = json.loads(ok(folpipe(server, *args, "--json")).stdout)["full_name"]
 
     first = trigger(server, name)
     run_worker_once(server, POOL, tmp_path / "worker-1.log")
     assert flow_run_states(server, [first]) == {first: "Completed"}
     assert task_run_states(server, first, DONE) == DONE
 
-    command = [FOLPIPE, "resume", str(folder), "--flow-run", str(first), "--from", "write"]
-    created = json.loads(ok(server.run([*command, "--json"])).stdout)
+    command = ["resume", str(folder), "--flow-run", str(first), "--from", "write"]
+    created = json.loads(ok(folpipe(server, *command, "--json")).stdout)
     assert created["resumed"] == "api" and created["rerun_of"] == str(first)
     assert created["work_pool"] == POOL and created["from"] == ["write"]
     again = UUID(created["flow_run_id"])
@@ -67,5 +68,5 @@ def test_a_deployment_run_re_run_from_a_task_through_the_api(
     assert flow_run_states(server, [direct]) == {direct: "Completed"}
     assert task_run_states(server, direct, rerun) == rerun
 
-    unknown = server.run([*command[:-1], "nope", "--json"])
+    unknown = folpipe(server, *command[:-1], "nope", "--json")
     assert unknown.returncode == 2 and "FP405" in unknown.stdout

@@ -60,3 +60,17 @@ def test_run_stops_with_a_coded_error_when_installing_fails(
     assert result.exit_code == 2, result.output
     assert "FP620" in result.output
     assert "Traceback" not in result.output
+
+
+def test_the_pull_step_installs_only_what_is_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from prefect_folpipe.deploy import steps
+
+    calls: list[list[str]] = []
+    monkeypatch.setattr(steps, "install", lambda packages: calls.append(list(packages)) or [])
+    done = steps.install_dependencies(str(_workflow(tmp_path, ["pyyaml>=5"])), ["pytest"])
+    assert calls == [["no-such-package-folpipe-test"]]
+    assert done["packages"] == [
+        "pyyaml>=5", "pytest>=1", "no-such-package-folpipe-test", "pytest"
+    ]  # fmt: skip

@@ -24,6 +24,7 @@ from .runs import (
     create_pool,
     evidence,
     flow_run_states,
+    folpipe,
     keep_first_scheduled_run,
     ok,
     run_worker_once,
@@ -47,7 +48,7 @@ def test_deploy_schedule_work_and_resume_on_a_real_server(
 
     # 1. folpipe deploy through Prefect's API
     args = ["deploy", str(via_api), "--name", "api", "--pool", POOL, "--param", "topic=alpha"]
-    deployed = json.loads(ok(server.run([FOLPIPE, *args, "--json"])).stdout)
+    deployed = json.loads(ok(folpipe(server, *args, "--json")).stdout)
     assert deployed["full_name"] == "report/api"
     assert deployed["entrypoint"] == "flow.py:flow"
     assert deployed["parameters"] == {"audience": "engineers", "topic": "alpha"}
@@ -57,7 +58,7 @@ def test_deploy_schedule_work_and_resume_on_a_real_server(
     # names no absolute path, so a copy of the folder deploys from where it now is
     written = copy_workflow(tmp_path / "checkout-1", "report")
     init = ["deploy", "init", str(written), "--name", "yaml", "--pool", POOL]
-    ok(server.run([FOLPIPE, *init, "--param", "topic=beta"]))
+    ok(folpipe(server, *init, "--param", "topic=beta"))
     assert str(tmp_path) not in (written / "prefect.yaml").read_text()
     via_yaml = tmp_path / "checkout-2" / "report"
     shutil.copytree(written, via_yaml)
@@ -68,11 +69,11 @@ def test_deploy_schedule_work_and_resume_on_a_real_server(
     marker.parent.mkdir()
     marker.touch()
     args = ["deploy", str(resumable), "--name", "resume", "--pool", POOL, "--param", "topic=delta"]
-    ok(server.run([FOLPIPE, *args]))
+    ok(folpipe(server, *args))
 
     # 4. the generic entrypoint: prefect_folpipe.flows:run_workflow_folder with path=<folder>
     args = ["deploy", str(generic), "--generic", "--name", "gen", "--pool", POOL, "--json"]
-    deployed = json.loads(ok(server.run([FOLPIPE, *args, "--param", "topic=zeta"])).stdout)
+    deployed = json.loads(ok(folpipe(server, *args, "--param", "topic=zeta")).stdout)
     assert deployed["entrypoint"] == "prefect_folpipe.flows.run_workflow_folder"
     assert deployed["parameters"]["path"] == str(generic.resolve())
 
@@ -113,12 +114,12 @@ def test_deploy_schedule_work_and_resume_on_a_real_server(
     ok(server.run([FOLPIPE, *local]))
     assert "3 of 3 tasks from checkpoints" in ok(server.run([FOLPIPE, *local])).stdout
     args = ["deploy", str(via_api), "--name", "nightly", "--pool", POOL, "--param", "topic=alpha"]
-    ok(server.run([FOLPIPE, *args, "--interval", "15"]))
+    ok(folpipe(server, *args, "--interval", "3"))  # a run due within 3 s
     scheduled = keep_first_scheduled_run(server, "report/nightly")
 
     # 7. folpipe resume retries the failed deployment run itself, through the API
     marker.unlink()
-    resumed = ok(server.run([FOLPIPE, "resume", str(resumable), "--json"]))
+    resumed = ok(folpipe(server, "resume", resumable, "--json"))
     retry = json.loads(resumed.stdout)
     assert (retry["resumed"], retry["flow_run_id"]) == ("api", str(doomed))
     assert retry["work_pool"] == POOL and "Traceback" not in resumed.stderr
@@ -135,7 +136,7 @@ def test_deploy_schedule_work_and_resume_on_a_real_server(
 
     # folpipe status reads the same history: the retried run once, per task of the tree (the
     # root included), as its summary counts them
-    status = json.loads(ok(server.run([FOLPIPE, "status", str(resumable), "--json"])).stdout)
+    status = json.loads(ok(folpipe(server, "status", resumable, "--json")).stdout)
     runs = {run["flow_run_id"]: run for run in status["runs"]}
     assert list(runs) == [str(doomed)]
     assert runs[str(doomed)]["state"] == "Completed"

@@ -15,8 +15,8 @@ import pytest
 
 from prefect_folpipe.compile.report._runs import list_runs
 
-from .runs import create_pool, ok, run_worker_once, trigger, with_client
-from .server import FOLPIPE, PrefectServer
+from .runs import create_pool, folpipe, ok, run_worker_once, trigger, with_client
+from .server import PrefectServer
 
 POOL = "folpipe-tool-gate"
 pytestmark = [pytest.mark.server, pytest.mark.timeout(900)]
@@ -85,17 +85,17 @@ def test_a_tool_gate_suspends_mid_conversation_and_resumes_without_paying_again(
     server = prefect_server
     folder = _folder(tmp_path / "shipit")
     create_pool(server, POOL)
-    ok(server.run([FOLPIPE, "deploy", str(folder), "--name", "gate", "--pool", POOL]))
+    ok(folpipe(server, "deploy", folder, "--name", "gate", "--pool", POOL))
     flow_run_id = trigger(server, "shipit/gate")
     run_worker_once(server, POOL, tmp_path / "worker-1.log")
     assert _state(server, flow_run_id, {"Suspended"}, 60).state.name == "Suspended"
     assert not (folder / "subtasks/10_release/deployed.txt").exists()
 
-    listed = json.loads(ok(server.run([FOLPIPE, "approvals", str(folder), "--json"])).stdout)
+    listed = json.loads(ok(folpipe(server, "approvals", folder, "--json")).stdout)
     (gate,) = listed["waiting"]
     assert gate["flow_run_id"] == str(flow_run_id) and gate["question"] == "Deploy 1.2?"
     assert gate["target"] == "release · tool deploy"
-    ok(server.run([FOLPIPE, "approvals", "answer", str(flow_run_id), "approved=yes", "reason=go"]))
+    ok(folpipe(server, "approvals", "answer", str(flow_run_id), "approved=yes", "reason=go"))
 
     run_worker_once(server, POOL, tmp_path / "worker-2.log")
     done = _state(server, flow_run_id, {"Completed", "Failed", "Crashed"}, 60)

@@ -136,7 +136,10 @@ class BackgroundWriter:
             try:
                 client = await self._client(context)  # opened now, while the run works
                 await self._hold(submitted)
-                await write(client)
+                # in the caller's context: the events Prefect's client emits with a write
+                # (an artifact's) go to the caller's API too, not to the one of this thread's
+                # settings (none: Prefect then started a temporary server for them)
+                await asyncio.create_task(write(client), context=context)
             except Exception as exc:  # reports never fail a run
                 LOG.debug("%s not written: %s", what, exc)
             finally:
