@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from .test_journal_resume import FOLPIPE, SCRIPTED, _agent, _kill_when
+from .test_journal_resume import FOLPIPE, IN_FLIGHT_S, SCRIPTED, _agent, _kill_when
 
 pytestmark = [pytest.mark.prefect, pytest.mark.timeout(600)]
 
@@ -23,7 +23,7 @@ def _replies() -> dict[str, Any]:
     calls: list[Any] = [
         {"tool_calls": [{"name": "lookup", "arguments": {"n": n}}]} for n in range(8)
     ]
-    calls[5]["delay"] = 4  # the 6th call is in flight when the run is killed
+    calls[5]["delay"] = IN_FLIGHT_S  # the 6th call is in flight when the run is killed
     return {"tasks": {"agent": [*calls, {"echo": True}]}}
 
 

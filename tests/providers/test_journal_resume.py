@@ -127,6 +127,9 @@ def test_sigkill_in_call_12_repeats_one_paid_call(tmp_path: Path, cli_env, http)
     assert len(wire.requests) == 25
 
 
+# How long a scripted call stays in flight to be killed in: 30 times the kill's poll interval, and
+# paid again by the resumed (and the reference) run, so no longer than that.
+IN_FLIGHT_S = 1.5
 SCRIPTED = "name: killed\nproviders: {default: scripted, scripted: {replies: replies.yaml}}\n"
 
 
@@ -138,7 +141,7 @@ def _scripted_replies(delay: float) -> dict[str, Any]:
 
 
 def test_a_resumed_run_ends_as_an_uninterrupted_one(tmp_path: Path, cli_env) -> None:  # type: ignore[no-untyped-def]
-    root = _agent(tmp_path / "wf", SCRIPTED, _scripted_replies(5))
+    root = _agent(tmp_path / "wf", SCRIPTED, _scripted_replies(IN_FLIGHT_S))
     reference = tmp_path / "reference"
     shutil.copytree(root, reference)
     journal = root / ".folpipe" / "results" / "journal"
