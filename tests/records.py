@@ -24,7 +24,7 @@ async def recorded_task_runs(
             runs = await client.read_task_runs(flow_run_filter=only)
             if _complete(runs, count, wanted) or time.monotonic() > deadline:
                 return runs
-            await asyncio.sleep(0.5)
+            await asyncio.sleep(0.1)
 
 
 def _complete(runs: list[Any], count: int, wanted: set[str]) -> bool:

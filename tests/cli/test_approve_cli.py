@@ -55,12 +55,17 @@ def test_a_terminal_is_asked_and_stdout_stays_one_json_document(tmp_path: Path, 
     assert "Ship release 2.0?" in err and "approved (yes/no)" in err and "yes or no" in err
 
 
-def test_approve_answers_ahead_and_no_answer_is_a_coded_failure(tmp_path: Path, cli_env) -> None:  # type: ignore[no-untyped-def]
+def test_approve_answers_ahead_and_no_answer_is_a_coded_failure(
+    tmp_path: Path, prefect_harness: str
+) -> None:
+    """In-process (tests/inprocess.py): stdin is not a terminal there either."""
+    from inprocess import folpipe_in_process
+
+    def run(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+        return folpipe_in_process(*_command(root, *args)[3:], api_url=prefect_harness)
+
     root = write_workflow(tmp_path / "wf", FILES)
-    ahead = subprocess.run(
-        _command(root, "--approve", "approved=no", "--approve", "ship:comment=wait for 2.1"),
-        capture_output=True, text=True, env=cli_env, timeout=240, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+    ahead = run(root, "--approve", "approved=no", "--approve", "ship:comment=wait for 2.1")
     assert ahead.returncode == 0, ahead.stderr[-3000:]
     document = json.loads(ahead.stdout)
     assert (document["context"]["approved"], document["context"]["comment"]) == (
@@ -70,19 +75,13 @@ def test_approve_answers_ahead_and_no_answer_is_a_coded_failure(tmp_path: Path, 
     assert {row["path"]: row["status"] for row in document["tasks"]}["ship"] == "skipped"
 
     other = write_workflow(tmp_path / "other", FILES)
-    nobody = subprocess.run(
-        _command(other), capture_output=True, text=True, env=cli_env, timeout=240,
-        stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+    nobody = run(other)
     assert nobody.returncode == 1
     failed = json.loads(nobody.stdout)
     ship = next(row for row in failed["tasks"] if row["path"] == "ship")
     assert ship["status"] == "failed" and "FP530" in ship["error"] and "--approve" in ship["error"]
 
-    bad = subprocess.run(
-        _command(other, "--approve", "approved"), capture_output=True, text=True, env=cli_env,
-        timeout=240, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+    bad = run(other, "--approve", "approved")
     assert bad.returncode == 2 and json.loads(bad.stdout)["error"]["code"] == "FP402"
 
 

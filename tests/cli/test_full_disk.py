@@ -60,6 +60,14 @@ def _folpipe(env: dict[str, str], *args: str | Path) -> subprocess.CompletedProc
     )  # fmt: skip
 
 
+def _in_process(env: dict[str, str], *args: str | Path) -> subprocess.CompletedProcess[str]:
+    """The same command in this process (tests/inprocess.py): what it prints and exits with."""
+    from inprocess import folpipe_in_process
+
+    results = {"FOLPIPE_RESULTS_DIR": env["FOLPIPE_RESULTS_DIR"]}
+    return folpipe_in_process(*map(str, args), api_url=env["PREFECT_API_URL"], env=results)
+
+
 def _stored(store: Path) -> set[str]:
     return {p.name.split("-", 1)[0] for p in store.iterdir() if p.is_file()}
 
@@ -85,16 +93,16 @@ def test_a_full_disk_is_loud_and_the_next_run_reruns_only_what_was_lost(
     assert not [p for p in files if p.name.endswith((".part", ".tmp"))], "a partial file was left"
 
     subprocess.run(["mount", "-o", "remount,size=4m", str(small_disk)], check=True)
-    resumed = _folpipe(env, "resume", root, "--json")  # a run that is not durable is resumable
+    resumed = _in_process(env, "resume", root, "--json")  # a run that is not durable is resumable
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     document = json.loads(resumed.stdout)
     assert "durable" not in document and "warnings" not in document
     statuses = {row["path"]: row["status"] for row in document["tasks"] if row["path"]}
     assert statuses == {name: "completed" if name in lost else "cached" for name in NAMES}
-    again = _folpipe(env, "run", root)  # the human summary this time
+    again = _in_process(env, "run", root)  # the human summary this time
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
     assert "FP541" not in again.stdout and "not durable" not in again.stdout
-    third = json.loads(_folpipe(env, "run", root, "--json").stdout)
+    third = json.loads(_in_process(env, "run", root, "--json").stdout)
     assert {row["path"]: row["status"] for row in third["tasks"] if row["path"]} == dict.fromkeys(
         NAMES, "cached"
     )

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 import yaml
+from inprocess import folpipe_in_process
 from learn_chain import chain
 
 pytestmark = pytest.mark.prefect
@@ -15,17 +14,14 @@ SECRET = "tok-very-secret-4821"
 
 
 def folpipe(env, *args):
-    return subprocess.run(
-        [sys.executable, "-m", "prefect_folpipe", *map(str, args)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=240,
-    )
+    """``folpipe ARGS`` in this process (tests/inprocess.py), with ``env`` added."""
+    api_url = env["PREFECT_API_URL"]
+    extra = {k: v for k, v in env.items() if k != "PREFECT_API_URL"}
+    return folpipe_in_process(*map(str, args), api_url=api_url, env=extra)
 
 
-def test_record_replay_then_an_instructions_edit_fails_naming_the_task(tmp_path, cli_env):
-    env = {**cli_env, "MY_SERVICE_TOKEN": SECRET}
+def test_record_replay_then_an_instructions_edit_fails_naming_the_task(tmp_path, prefect_harness):
+    env = {"PREFECT_API_URL": prefect_harness, "MY_SERVICE_TOKEN": SECRET}
     wf = chain(tmp_path / "wf", tool=True)
     context = json.dumps({"topic": "agents", "note": f"key {SECRET}"})
     assert folpipe(env, "run", wf, "--json", "--context", context).returncode == 0

@@ -1,8 +1,11 @@
-"""``folpipe run`` / ``run-task`` as a user runs them: subprocesses against the session server."""
+"""``folpipe run`` / ``run-task`` as a user runs them against the session server: subprocesses
+where the process matters (one JSON document on its stdout, its exit, a resume in a new
+process), in-process (tests/inprocess.py) where only what it prints and exits with does."""
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -38,6 +41,14 @@ def folpipe(env: dict[str, str], *args: str | Path) -> subprocess.CompletedProce
         env=env,
         timeout=240,
     )
+
+
+def in_process(env: dict[str, str], *args: str | Path) -> subprocess.CompletedProcess[str]:
+    """``folpipe(env, ...)`` in this process, with the environment variables it adds."""
+    from inprocess import folpipe_in_process
+
+    extra = {k: v for k, v in env.items() if os.environ.get(k) != v and k != "PREFECT_API_URL"}
+    return folpipe_in_process(*map(str, args), api_url=env["PREFECT_API_URL"], env=extra)
 
 
 def write(root: Path, files: dict[str, Any]) -> Path:
@@ -139,7 +150,7 @@ def test_failed_run_exits_one_and_resume_in_a_new_process_reuses_checkpoints(tmp
     assert statuses["draft"] == "cached" and statuses["review"] == "completed"
     assert doc["usage"]["model_calls"] == 1
 
-    again = folpipe(cli_env, "run", wf)
+    again = in_process(cli_env, "run", wf)
     assert again.returncode == 0, again.stderr
     # root, draft and review ran (optional was skipped) and all three came from checkpoints
     # (counted as folpipe status counts them: one per task, the skipped one too)
@@ -148,14 +159,14 @@ def test_failed_run_exits_one_and_resume_in_a_new_process_reuses_checkpoints(tmp
 
 def test_resume_without_a_failed_run_is_a_usage_error(tmp_path, cli_env):
     wf = pipeline(tmp_path / "wf")
-    proc = folpipe(cli_env, "resume", wf)
+    proc = in_process(cli_env, "resume", wf)
     assert proc.returncode == 2
     assert "FP404" in proc.stderr and "Traceback" not in proc.stderr
 
 
 def test_invalid_workflow_and_bad_context_exit_two_without_traceback(tmp_path, cli_env):
     broken = write(tmp_path / "broken", {"task.yaml": {"name": "b", "bogus_key": 1}})
-    proc = folpipe(cli_env, "run", broken, "--json")
+    proc = in_process(cli_env, "run", broken, "--json")
     assert proc.returncode == 2
     doc = json.loads(proc.stdout)
     assert doc["ok"] is False and doc["errors"]
@@ -163,14 +174,14 @@ def test_invalid_workflow_and_bad_context_exit_two_without_traceback(tmp_path, c
     assert "Traceback" not in proc.stderr
 
     wf = pipeline(tmp_path / "wf")
-    proc = folpipe(cli_env, "run", wf, "--context", "{not json")
+    proc = in_process(cli_env, "run", wf, "--context", "{not json")
     assert proc.returncode == 2
     assert "FP402" in proc.stderr and "Traceback" not in proc.stderr
 
 
 def test_run_task_runs_one_folder_in_its_workflow_context(tmp_path, cli_env):
     wf = pipeline(tmp_path / "wf")
-    proc = folpipe(
+    proc = in_process(
         cli_env, "run-task", wf / "subtasks" / "10_draft", "--json", "--context", '{"k": 1}'
     )
     assert proc.returncode == 0, proc.stderr
@@ -186,7 +197,7 @@ def test_human_output_has_a_summary_table(tmp_path, cli_env, columns):
     (there the empty columns are left out rather than every cell cut to "compl…")."""
     wf = pipeline(tmp_path / "wf")
     env = dict(cli_env, **({"COLUMNS": columns} if columns else {}))
-    proc = folpipe(env, "run", wf)
+    proc = in_process(env, "run", wf)
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     rows = {line.split()[1]: line.split()[3] for line in lines if line.startswith("│")}
@@ -205,6 +216,6 @@ def test_human_output_has_a_summary_table(tmp_path, cli_env, columns):
 def test_record_writes_a_cassette(tmp_path, cli_env):
     wf = pipeline(tmp_path / "wf")
     cassette = tmp_path / "calls.yaml"
-    proc = folpipe(cli_env, "run", wf, "--json", "--record", cassette)
+    proc = in_process(cli_env, "run", wf, "--json", "--record", cassette)
     assert proc.returncode == 0, proc.stderr
     assert cassette.is_file() and cassette.stat().st_size > 0

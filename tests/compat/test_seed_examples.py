@@ -5,8 +5,8 @@ our scripted replies (tests/fixtures/compat/)."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,14 +18,16 @@ REPLIES = Path(__file__).parent.parent / "fixtures" / "compat"
 
 
 def folpipe(cwd: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "prefect_folpipe", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    """``folpipe ARGS`` run from ``cwd``, in this process (tests/inprocess.py): the examples'
+    relative paths resolve against the current directory as they do in a shell."""
+    from inprocess import folpipe_in_process
+
+    here = Path.cwd()
+    os.chdir(cwd)
+    try:
+        return folpipe_in_process(*args, api_url=env["PREFECT_API_URL"])
+    finally:
+        os.chdir(here)
 
 
 def run_example(cwd: Path, env: dict[str, str], name: str, *extra: str) -> dict[str, Any]:

@@ -8,8 +8,6 @@ lineage that also refreshes what later runs reuse. Deployment runs on a real ser
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -98,16 +96,16 @@ def test_fresh_refreshes_what_later_local_runs_reuse(make_workflow, run) -> None
 
 
 @pytest.mark.prefect
-def test_resuming_a_fresh_run_stays_in_its_lineage(make_workflow, cli_env) -> None:
+def test_resuming_a_fresh_run_stays_in_its_lineage(make_workflow, prefect_harness) -> None:
     """A task that failed in a fresh run runs again on resume, even where an older
-    checkpoint of it exists; what the fresh run finished is reused."""
+    checkpoint of it exists; what the fresh run finished is reused. (The CLI in-process:
+    tests/inprocess.py.)"""
+    from inprocess import folpipe_in_process
+
     wf = _counter_workflow(make_workflow)
 
     def folpipe(*args: str) -> dict:
-        done = subprocess.run(
-            [sys.executable, "-m", "prefect_folpipe", *args, str(wf), "--json"],
-            env=cli_env, capture_output=True, text=True, timeout=240, check=False,
-        )  # fmt: skip
+        done = folpipe_in_process(*args, str(wf), "--json", api_url=prefect_harness)
         assert "Traceback" not in done.stderr, done.stderr
         return json.loads(done.stdout)
 

@@ -31,6 +31,13 @@ def lookup(n: int) -> str:
 ```
 """
 
+# A task that times out on its last call, once, fast: no retry (the journal is written by the
+# first attempt already), a timeout of 1 s (the calls before the last take milliseconds each: a
+# 40-call run takes 0.3 s) and a last reply slower than the whole timeout (a resume, with more
+# time, waits for that reply too, so not much slower).
+FAILS_FAST = {"timeout": 1, "max_retries": 0}
+SLOW_S = 1.25
+
 
 def _agent(
     calls: int,
@@ -86,8 +93,8 @@ def test_a_timeout_in_call_12_resumes_with_one_paid_call(make_workflow, run, tmp
     """The issue's case: the 12th call is slower than settings.timeout. The failed run is
     resumed (more time given); the 11 answers come from the journal, the tool runs again."""
     log = tmp_path / "lookups.log"
-    files = _agent(12, {"echo": True}, settings={"timeout": 2, "max_retries": 0})
-    files["replies.yaml"]["tasks"]["agent"][-1] = {"echo": True, "delay": 3}
+    files = _agent(12, {"echo": True}, settings=FAILS_FAST)
+    files["replies.yaml"]["tasks"]["agent"][-1] = {"echo": True, "delay": SLOW_S}
     wf = make_workflow(files)
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("LOOKUP_LOG", str(log))
@@ -110,8 +117,8 @@ def _portable(context: dict[str, Any], root: Path) -> str:
 
 def test_replay_safe_tools_are_answered_from_the_journal_too(make_workflow, run, tmp_path):
     log = tmp_path / "lookups.log"
-    files = _agent(4, {"echo": True}, replay="safe", settings={"timeout": 2})
-    files["replies.yaml"]["tasks"]["agent"][-1] = {"echo": True, "delay": 3}
+    files = _agent(4, {"echo": True}, replay="safe", settings=FAILS_FAST)
+    files["replies.yaml"]["tasks"]["agent"][-1] = {"echo": True, "delay": SLOW_S}
     wf = make_workflow(files)
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("LOOKUP_LOG", str(log))
@@ -124,9 +131,9 @@ def test_replay_safe_tools_are_answered_from_the_journal_too(make_workflow, run,
 
 
 def test_an_edit_to_the_instructions_replays_nothing(make_workflow, run):
-    wf = make_workflow(_agent(4, {"echo": True}, settings={"timeout": 2}))
+    wf = make_workflow(_agent(4, {"echo": True}, settings=FAILS_FAST))
     (wf / "replies.yaml").write_text(
-        (wf / "replies.yaml").read_text().replace("echo: true", "{echo: true, delay: 3}")
+        (wf / "replies.yaml").read_text().replace("echo: true", f"{{echo: true, delay: {SLOW_S}}}")
     )
     assert run(wf).status == "failed"
     (wf / "subtasks/agent/task.yaml").write_text("settings: {timeout: 30}\n")
@@ -138,8 +145,8 @@ def test_an_edit_to_the_instructions_replays_nothing(make_workflow, run):
 
 def test_replayed_calls_do_not_count_against_budgets(make_workflow, run):
     """Resumed with a token budget below what the replayed calls once cost: they are free."""
-    files = _agent(6, {"echo": True}, settings={"timeout": 2})
-    files["replies.yaml"]["tasks"]["agent"][-1] = {"echo": True, "delay": 3}
+    files = _agent(6, {"echo": True}, settings=FAILS_FAST)
+    files["replies.yaml"]["tasks"]["agent"][-1] = {"echo": True, "delay": SLOW_S}
     wf = make_workflow(files)
     first = run(wf)
     paid = first.task("agent")["usage"]
@@ -170,8 +177,8 @@ def test_the_journal_lives_in_any_result_storage(make_workflow, run, tmp_path):
     basepath = tmp_path / "block-storage"
     block = LocalFileSystem(basepath=str(basepath))
     asyncio.run(_save(block, "folpipe-journal-test"))
-    files = _agent(4, {"echo": True}, settings={"timeout": 2})
-    files["replies.yaml"]["tasks"]["agent"][-1] = {"echo": True, "delay": 3}
+    files = _agent(4, {"echo": True}, settings=FAILS_FAST)
+    files["replies.yaml"]["tasks"]["agent"][-1] = {"echo": True, "delay": SLOW_S}
     wf = make_workflow(files)
     options = RunOptions(result_storage=block)
     assert run(wf, options=options).status == "failed"
@@ -206,8 +213,8 @@ def test_the_report_and_the_artifact_say_replayed(make_workflow, run):
 
     from prefect_folpipe import flush_artifacts
 
-    files = _agent(3, {"echo": True}, replay="safe", settings={"timeout": 2})
-    files["replies.yaml"]["tasks"]["agent"][-1] = {"echo": True, "delay": 3}
+    files = _agent(3, {"echo": True}, replay="safe", settings=FAILS_FAST)
+    files["replies.yaml"]["tasks"]["agent"][-1] = {"echo": True, "delay": SLOW_S}
     wf = make_workflow(files, name="reported")
     run(wf)
     (wf / "subtasks/agent/task.yaml").write_text("settings: {timeout: 30}\n")
@@ -231,8 +238,8 @@ def test_the_report_and_the_artifact_say_replayed(make_workflow, run):
 def test_the_journal_reaches_as_far_as_the_checkpoints(make_workflow, run):
     """A run whose checkpoints stay in their lineage (a deployment's run, by default) never
     replays another run's answers; a resume of that lineage does."""
-    files = _agent(12, {"echo": True}, settings={"timeout": 2, "max_retries": 0})
-    files["replies.yaml"]["tasks"]["agent"][-1] = {"echo": True, "delay": 3}
+    files = _agent(12, {"echo": True}, settings=FAILS_FAST)
+    files["replies.yaml"]["tasks"]["agent"][-1] = {"echo": True, "delay": SLOW_S}
     wf = make_workflow(files)
     first = run(wf, options=RunOptions(across_runs=False))
     assert first.status == "failed" and first.task("agent")["model_calls"] == 11

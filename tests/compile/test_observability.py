@@ -131,7 +131,7 @@ async def _subflow_runs(parent_flow_run_id: str, names: list[str]) -> list[Any]:
             runs = [r for r in runs if r.parent_task_run_id is not None]
             if len(runs) >= len(names) or time.monotonic() > deadline:
                 return runs
-            await asyncio.sleep(0.5)
+            await asyncio.sleep(0.1)
 
 
 def test_branch_as_subflow_shows_nested_flow_runs_named_by_path(make_workflow, run):
@@ -271,7 +271,7 @@ async def _task_run_logs(flow_run_id: str, task_run_id: str) -> list[str]:
             mine = [log.message for log in logs if str(log.task_run_id) == task_run_id]
             if any("model call 2" in m for m in mine) or time.monotonic() > deadline:
                 return mine
-            await asyncio.sleep(0.5)
+            await asyncio.sleep(0.1)
 
 
 def test_a_quick_tasks_model_and_tool_lines_reach_the_ui_as_one_entry(make_workflow, run):

@@ -103,20 +103,13 @@ def test_a_from_run_reports_what_it_reran_spent_and_saved(tmp_path, run):
     assert "rerun" not in run(wf).to_dict()
 
 
-def test_the_run_line_of_a_from_run(tmp_path, cli_env):
-    import subprocess
-    import sys
+def test_the_run_line_of_a_from_run(tmp_path, prefect_harness):
+    from inprocess import folpipe_in_process
 
     wf = chain(tmp_path / "wf")
 
     def folpipe(*args):
-        return subprocess.run(
-            [sys.executable, "-m", "prefect_folpipe", *map(str, args)],
-            capture_output=True,
-            text=True,
-            env=cli_env,
-            timeout=240,
-        )
+        return folpipe_in_process(*map(str, args), api_url=prefect_harness)
 
     assert folpipe("run", wf, "--json").returncode == 0
     proc = folpipe("run", wf, "--from", "draft")

@@ -91,8 +91,8 @@ def test_an_edited_journal_answer_is_not_used_and_paid_once_more(
     make_workflow, run, tmp_path: Path, caplog
 ) -> None:
     log = tmp_path / "lookups.log"
-    files = _agent(4, {"echo": True}, settings={"timeout": 2, "max_retries": 0})
-    files["replies.yaml"]["tasks"]["agent"][-1] = {"echo": True, "delay": 3}
+    files = _agent(4, {"echo": True}, settings={"timeout": 1, "max_retries": 0})
+    files["replies.yaml"]["tasks"]["agent"][-1] = {"echo": True, "delay": 1.25}
     wf = make_workflow(files)
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("LOOKUP_LOG", str(log))

@@ -52,7 +52,7 @@ def _by_name(flow_run_id: str, name: str) -> dict[str, Any]:
         found = {run.name: run for run in _task_runs(flow_run_id)}
         if (name in found and found[name].state.is_final()) or time.monotonic() > deadline:
             return found
-        time.sleep(0.5)
+        time.sleep(0.1)
 
 
 def test_a_declined_gate_is_the_gated_tasks_own_task_run(make_workflow, run) -> None:

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -91,10 +89,9 @@ def test_cost_per_task_and_model_with_cache_hits_and_headroom(
     assert rows["write"]["usd"] == pytest.approx(SONNET, abs=1e-6)  # cache reads: above
     assert rows["check"]["usd"] == pytest.approx(GPT_4O)
 
-    status = subprocess.run(
-        [sys.executable, "-m", "prefect_folpipe", "status", str(priced), "--json"],
-        capture_output=True, text=True, env=cli_env, timeout=240,
-    )  # fmt: skip
+    from inprocess import folpipe_in_process  # what `folpipe status` prints, in-process
+
+    status = folpipe_in_process("status", str(priced), "--json", api_url=cli_env["PREFECT_API_URL"])
     assert status.returncode == 0, status.stderr[-2000:]
     (run,) = json.loads(status.stdout)["runs"]
     assert run["flow_run_id"] == result.flow_run_id

@@ -14,7 +14,14 @@ from typing import Any
 
 import pytest
 
-from .test_journal_resume import FOLPIPE, SCRIPTED, _agent, _kill_when
+from .test_journal_resume import (
+    FOLPIPE,
+    IN_FLIGHT_S,
+    SCRIPTED,
+    _agent,
+    _kill_when,
+    _run_in_process,
+)
 
 pytestmark = [pytest.mark.prefect, pytest.mark.timeout(600)]
 
@@ -23,7 +30,7 @@ def _replies() -> dict[str, Any]:
     calls: list[Any] = [
         {"tool_calls": [{"name": "lookup", "arguments": {"n": n}}]} for n in range(8)
     ]
-    calls[5]["delay"] = 4  # the 6th call is in flight when the run is killed
+    calls[5]["delay"] = IN_FLIGHT_S  # the 6th call is in flight when the run is killed
     return {"tasks": {"agent": [*calls, {"echo": True}]}}
 
 
@@ -40,7 +47,8 @@ def test_a_killed_fresh_run_resumed_pays_again_for_at_most_one_call(
     tmp_path: Path, cli_env: dict[str, str]
 ) -> None:
     root = _agent(tmp_path / "wf", SCRIPTED, _replies())
-    assert _folpipe("run", root, env=cli_env)["status"] == "completed"  # checkpoints to ignore
+    first = _run_in_process(root, cli_env)
+    assert first["status"] == "completed"  # checkpoints to ignore
     journal = root / ".folpipe" / "results" / "journal"
     before = set(journal.rglob("*.json"))
 

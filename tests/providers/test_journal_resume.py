@@ -55,6 +55,16 @@ def _run(root: Path, env: dict[str, str]) -> dict[str, Any]:
     return json.loads(done.stdout)
 
 
+def _run_in_process(root: Path, env: dict[str, str]) -> dict[str, Any]:
+    """``_run`` in this process (tests/inprocess.py): for the runs that are not the resume."""
+    from inprocess import folpipe_in_process
+
+    extra = {k: v for k, v in env.items() if os.environ.get(k) != v and k != "PREFECT_API_URL"}
+    done = folpipe_in_process("run", str(root), "--json", api_url=env["PREFECT_API_URL"], env=extra)
+    assert done.stdout.strip(), done.stderr[-3000:]
+    return json.loads(done.stdout)
+
+
 def _kill_when(process: subprocess.Popen[bytes], ready: Callable[[], bool], log: Path) -> None:
     """SIGKILL the process group once ``ready()``: the 12th call is in flight."""
     deadline = time.monotonic() + 240
@@ -121,12 +131,15 @@ def test_sigkill_in_call_12_repeats_one_paid_call(tmp_path: Path, cli_env, http)
     for n in range(11):
         wire.add(Reply(tool_calls=[(f"toolu_b{n:02d}", "lookup", {"n": n})]))
     wire.add(Reply(text="Summed."))
-    edited = _run(root, env)
+    edited = _run_in_process(root, env)
     agent = next(row for row in edited["tasks"] if row["path"] == "agent")
     assert (agent["model_calls"], agent["replayed_calls"]) == (12, 0), "an edit replays nothing"
     assert len(wire.requests) == 25
 
 
+# How long a scripted call stays in flight to be killed in: 30 times the kill's poll interval, and
+# paid again by the resumed (and the reference) run, so no longer than that.
+IN_FLIGHT_S = 1.5
 SCRIPTED = "name: killed\nproviders: {default: scripted, scripted: {replies: replies.yaml}}\n"
 
 
@@ -138,7 +151,7 @@ def _scripted_replies(delay: float) -> dict[str, Any]:
 
 
 def test_a_resumed_run_ends_as_an_uninterrupted_one(tmp_path: Path, cli_env) -> None:  # type: ignore[no-untyped-def]
-    root = _agent(tmp_path / "wf", SCRIPTED, _scripted_replies(5))
+    root = _agent(tmp_path / "wf", SCRIPTED, _scripted_replies(IN_FLIGHT_S))
     reference = tmp_path / "reference"
     shutil.copytree(root, reference)
     journal = root / ".folpipe" / "results" / "journal"
@@ -149,7 +162,7 @@ def test_a_resumed_run_ends_as_an_uninterrupted_one(tmp_path: Path, cli_env) -> 
     log = tmp_path / "killed.log"
     _kill_when(_start(root, cli_env, log), eleven_answers, log)
     resumed = _run(root, cli_env)
-    uninterrupted = _run(reference, cli_env)
+    uninterrupted = _run_in_process(reference, cli_env)
     assert resumed["status"] == uninterrupted["status"] == "completed"
     agent = next(row for row in resumed["tasks"] if row["path"] == "agent")
     assert (agent["model_calls"], agent["replayed_calls"]) == (1, 11)

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from .conftest import API_KEY, KEY_ENV, make_wire
-from .test_journal_resume import FOLPIPE, TOOLS_MD, _kill_when
+from .test_journal_resume import FOLPIPE, TOOLS_MD, _kill_when, _run_in_process
 from .wire import Reply, Stall
 
 pytestmark = [pytest.mark.prefect, pytest.mark.timeout(600)]
@@ -67,7 +67,7 @@ def test_a_killed_from_run_resumed_pays_again_for_at_most_one_call(
     env = {**cli_env, KEY_ENV: API_KEY}
     root = _workflow(tmp_path / "wf", wire.base_url)
     wire.add(Reply(text="one"), Reply(text="two"), *_lookups(0, 6), Reply(text="first answer"))
-    first = _folpipe("run", root, env=env)
+    first = _run_in_process(root, env)
     assert first["status"] == "completed" and len(wire.requests) == 9
 
     # the re-run asks other questions, so a repeated request is one paid for twice

@@ -103,6 +103,14 @@ def test_a_record_edited_to_look_unfinished_is_not_resumed_and_status_ignores_it
     assert any(done.name in message for message in _warnings(caplog))
 
 
+def _run_in_process(root: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """The run the test then edits the records of: ``folpipe run`` in this process."""
+    from inprocess import folpipe_in_process
+
+    key = {storekey.KEY_ENV: env[storekey.KEY_ENV]}
+    return folpipe_in_process("run", str(root), "--json", api_url=env["PREFECT_API_URL"], env=key)
+
+
 def test_a_resume_and_status_do_not_act_on_an_edited_record(
     tmp_path: Path, cli_env: dict[str, str]
 ) -> None:
@@ -111,8 +119,7 @@ def test_a_resume_and_status_do_not_act_on_an_edited_record(
     root = _workflow(tmp_path / "wf")
     folpipe = [sys.executable, "-m", "prefect_folpipe"]
     env = {**cli_env, storekey.KEY_ENV: "the test's store key"}
-    run = subprocess.run([*folpipe, "run", str(root), "--json"], env=env, capture_output=True,
-                         text=True, timeout=300, check=False)  # fmt: skip
+    run = _run_in_process(root, env)
     assert run.returncode == 0, run.stderr[-2000:]
     [record] = sorted(runs_dir(root).glob("*.json"))
     _edit(record, status="failed", tasks=[{"path": "b", "status": "failed"}])
@@ -164,8 +171,7 @@ def test_plan_treats_an_edited_manifest_as_missing(tmp_path: Path, cli_env: dict
     root = _workflow(tmp_path / "wf")
     folpipe = [sys.executable, "-m", "prefect_folpipe"]
     env = {**cli_env, storekey.KEY_ENV: "the test's store key"}
-    run = subprocess.run([*folpipe, "run", str(root), "--json"], env=env, capture_output=True,
-                         text=True, timeout=300, check=False)  # fmt: skip
+    run = _run_in_process(root, env)
     assert run.returncode == 0, run.stderr[-2000:]
 
     def plan() -> tuple[dict[str, str], str]:
