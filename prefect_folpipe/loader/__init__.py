@@ -194,12 +194,7 @@ class _Builder:
         own_part = self.known.get(id(raw))
         if own_part is None:
             own_part = self.known[id(raw)] = self._own_part(raw, parent)
-        cascade, provider, instructions, snippet_files = (
-            own_part.cascade,
-            own_part.provider,
-            own_part.instructions,
-            own_part.snippet_files,
-        )
+        cascade, provider = own_part.cascade, own_part.provider
         self.diagnostics += own_part.diagnostics
         own, problems = _tools.own_tools(
             raw.folder, raw.entries, raw.path, import_tools=self.import_tools, blobs=self.blobs
@@ -215,7 +210,7 @@ class _Builder:
                 raw.path,
                 raw.folder,
                 raw.entries,
-                snippet_files,
+                own_part.snippet_files,
                 tools,
                 provider,
                 self.blobs,
@@ -231,7 +226,7 @@ class _Builder:
             config=raw.config,
             settings=own_part.settings,
             priority=raw.priority,
-            instructions=instructions,
+            instructions=own_part.instructions,
             instructions_file=raw.instructions_file,
             system_prompt=own_part.system_prompt,
             children=tuple(self.build(c, cascade, lineage) for c in raw.children),
