@@ -166,18 +166,8 @@ class TreeExecutor:
                 return final
             statuses.append(final.status)
             merge_delta(delta, final.delta)
-        return Outcome("cached" if self._all_cached(task, statuses) else "completed", delta)
-
-    def _all_cached(self, task: Task, own: Sequence[str]) -> bool:
-        if any(status != "cached" for status in own):
-            return False
-        seen = [
-            self.tracker.records[node.path].executions
-            for node in task.walk()
-            if node.path != task.path and not node.children
-        ]
-        flat = [status for executions in seen for status in executions]
-        return bool(flat) and all(status in ("cached", "skipped") for status in flat)
+        cached = _all_cached(self.tracker, task, statuses)
+        return Outcome("cached" if cached else "completed", delta)
 
     async def execute_branch(
         self, task: Task, context: dict[str, Any], scope: list[int] | None
@@ -214,7 +204,7 @@ class TreeExecutor:
             answer = await self.gated(child, context, scope)
             context = {**context, **answer} if answer else context
             if not early and await self.policy.should_skip(child, context, timeout):
-                reason = self.declined(child) if answer else None
+                reason = _declined(self.tracker, child) if answer else None
                 self.tracker.skip_tree(child, reason)
                 if reason:
                     await self.mode_call("show_gate", child, scope, True, reason)
@@ -245,12 +235,6 @@ class TreeExecutor:
         except Exception as exc:
             await self.mode_call("show_gate", task, scope, False, describe_error(exc))
             raise
-
-    def declined(self, task: Task) -> str:
-        """Why a task whose gate was answered did not run: the answer, who gave it, when."""
-        answers = self.tracker.records[task.path].approvals
-        given = approval_text(answers[-1]) if answers else "an answer"
-        return f"declined: {given}; skip_if skipped the task"
 
     async def mode_call(self, name: str, *args: Any) -> None:
         """Call the mode's optional ``name`` (only a live run shows gates in Prefect)."""
@@ -283,6 +267,26 @@ class TreeExecutor:
     ) -> None:
         if self.restorer is not None:
             await self.restorer.show(self, group, scope, restored)
+
+
+def _all_cached(tracker: RunTracker, task: Task, own: Sequence[str]) -> bool:
+    """A branch whose own passes and every leaf below it came back from checkpoints."""
+    if any(status != "cached" for status in own):
+        return False
+    seen = [
+        tracker.records[node.path].executions
+        for node in task.walk()
+        if node.path != task.path and not node.children
+    ]
+    flat = [status for executions in seen for status in executions]
+    return bool(flat) and all(status in ("cached", "skipped") for status in flat)
+
+
+def _declined(tracker: RunTracker, task: Task) -> str:
+    """Why a task whose gate was answered did not run: the answer, who gave it, when."""
+    answers = tracker.records[task.path].approvals
+    given = approval_text(answers[-1]) if answers else "an answer"
+    return f"declined: {given}; skip_if skipped the task"
 
 
 class LiveMode:
