@@ -2,7 +2,7 @@
 answer checkpointed, and routing on it with skip_if, until and graph edges.
 
 The deployment path (suspend, answer through the API, resume) is in
-tests/deploy/test_approval_server.py.
+tests/deploy/approvals/test_approval_server.py.
 """
 
 from __future__ import annotations

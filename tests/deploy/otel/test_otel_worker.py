@@ -16,8 +16,8 @@ pytest.importorskip("opentelemetry.exporter.otlp.proto.http")
 from telemetry.receiver import otlp_receiver
 from telemetry.test_otel_export import SECRET, _files, ancestors, by_id, operation, write
 
-from .runs import create_pool, folpipe, ok, run_worker_once, trigger
-from .server import PrefectServer
+from ..runs import create_pool, folpipe, ok, run_worker_once, trigger
+from ..server import PrefectServer
 
 pytestmark = [pytest.mark.server, pytest.mark.timeout(900)]
 

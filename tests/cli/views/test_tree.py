@@ -9,7 +9,7 @@ from prefect_folpipe.plan._plan import build_plan
 from prefect_folpipe.plan._views import tool_origin, tree_to_dict
 from prefect_folpipe.workflow import EffectiveSettings, Task, Workflow
 
-from .cli_helpers import cv_pipeline, graph_workflow, make_task, make_tool, workflow_around
+from ..cli_helpers import cv_pipeline, graph_workflow, make_task, make_tool, workflow_around
 
 
 def workflow_to_dict(workflow: Workflow) -> dict:

@@ -21,10 +21,10 @@ import pytest
 
 from prefect_folpipe.compile.report._runs import list_runs, resumable_run
 
-from .runs import create_pool, expand_restored, folpipe, ok, trigger, with_client
-from .server import PREFECT, PrefectServer, stop_process_group
+from ..runs import create_pool, expand_restored, folpipe, ok, trigger, with_client
+from ..server import PREFECT, PrefectServer, stop_process_group
 
-FIXTURE = Path(__file__).parent.parent / "fixtures" / "deploy" / "approval"
+FIXTURE = Path(__file__).parent.parent.parent / "fixtures" / "deploy" / "approval"
 POOL = "folpipe-approval"
 
 pytestmark = [pytest.mark.server, pytest.mark.timeout(900)]

@@ -27,8 +27,8 @@ import pytest
 
 from prefect_folpipe.compile.report._runs import list_runs
 
-from .runs import create_pool, folpipe, ok, run_worker_once, trigger, with_client
-from .server import PrefectServer
+from ..runs import create_pool, folpipe, ok, run_worker_once, trigger, with_client
+from ..server import PrefectServer
 
 POOL = "folpipe-gate-automations"
 pytestmark = [pytest.mark.server, pytest.mark.timeout(900)]

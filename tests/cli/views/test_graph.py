@@ -9,7 +9,7 @@ from prefect_folpipe.plan._views import mermaid_text
 from prefect_folpipe.plan.execution import dag_plan
 from prefect_folpipe.workflow import Workflow
 
-from .cli_helpers import cv_pipeline, graph_workflow, make_task, workflow_around
+from ..cli_helpers import cv_pipeline, graph_workflow, make_task, workflow_around
 
 
 def to_text_graph(workflow: Workflow) -> str:

@@ -8,7 +8,7 @@ from click.testing import CliRunner
 
 from prefect_folpipe.cli import cli
 
-from .cli_helpers import CLI_FIXTURES
+from ..cli_helpers import CLI_FIXTURES
 
 VALID = CLI_FIXTURES / "valid"
 BROKEN = CLI_FIXTURES / "broken"

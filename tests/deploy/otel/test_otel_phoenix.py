@@ -22,10 +22,10 @@ pytest.importorskip("prefect_dask")
 
 from telemetry.test_otel_export import SECRET, _files, folpipe, write
 
-from .phoenix import Phoenix, executable, missing, phoenix, wait_for
-from .runs import create_pool, ok, run_worker_once, trigger
-from .runs import folpipe as folpipe_here
-from .server import PrefectServer
+from ..phoenix import Phoenix, executable, missing, phoenix, wait_for
+from ..runs import create_pool, ok, run_worker_once, trigger
+from ..runs import folpipe as folpipe_here
+from ..server import PrefectServer
 
 pytestmark = [pytest.mark.server, pytest.mark.timeout(900)]
 Span = dict[str, Any]

@@ -13,7 +13,7 @@ from prefect_folpipe.plan._plan import build_plan
 from prefect_folpipe.plan._views import graph_to_dict, tree_to_dict
 from prefect_folpipe.workflow import Task, Workflow
 
-from .cli_helpers import make_task, make_tool, workflow_around
+from ..cli_helpers import make_task, make_tool, workflow_around
 
 pytestmark = pytest.mark.slow  # property runs, seconds each
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from . import phoenix
+from .. import phoenix
 
 
 def test_folpipe_phoenix_names_the_executable(monkeypatch, tmp_path: Path) -> None:
@@ -20,7 +20,7 @@ def test_folpipe_phoenix_names_the_executable(monkeypatch, tmp_path: Path) -> No
 
 
 def test_the_default_is_the_repositorys_own_virtualenv(monkeypatch, tmp_path: Path) -> None:
-    assert Path(__file__).resolve().parents[2] / ".venv-phoenix" == phoenix.VENV
+    assert Path(__file__).resolve().parents[3] / ".venv-phoenix" == phoenix.VENV
     monkeypatch.delenv("FOLPIPE_PHOENIX", raising=False)
     monkeypatch.setattr(phoenix, "VENV", tmp_path / ".venv-phoenix")
     assert phoenix.executable() is None
