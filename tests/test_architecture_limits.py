@@ -47,3 +47,12 @@ def test_no_folder_has_more_than_24_modules() -> None:
         if count > MAX_MODULES_PER_FOLDER
     }
     assert not crowded, crowded
+
+
+def test_no_module_name_is_in_three_packages() -> None:
+    homes: dict[str, set[Path]] = {}
+    for path in _modules(PACKAGE):
+        if path.name != "__init__.py":
+            homes.setdefault(path.name, set()).add(path.parent)
+    repeated = {name: sorted(map(str, dirs)) for name, dirs in homes.items() if len(dirs) >= 3}
+    assert not repeated, repeated

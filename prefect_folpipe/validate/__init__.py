@@ -16,7 +16,7 @@ from pathlib import Path
 from ..errors import Diagnostic, Severity, WorkflowValidationError
 from ..loader import LoadResult, has_code_tools, load, load_vetted
 from ..workflow.tree import Workflow
-from .approvals import check_approvals
+from .approval_gates import check_approvals
 from .backends import check_backends
 from .checkpoints import check_checkpoint_scope
 from .conditions import check_conditions
