@@ -298,6 +298,27 @@ def retry_like_the_ui(server: PrefectServer, flow_run_id: UUID) -> None:
     with_client(server, retry)
 
 
+def retry_like_the_cli(server: PrefectServer, flow_run_id: UUID) -> None:
+    """What ``prefect flow-run retry ID`` does to a deployment's run, through the API in this
+    process: only a run in a terminal state, back to Scheduled ("Retried via CLI"), forced;
+    fails where the command exits with an error (not terminal, or the server aborts it)."""
+    from prefect.client.schemas.objects import StateType
+    from prefect.client.schemas.responses import SetStateStatus
+    from prefect.states import Scheduled
+
+    terminal = {StateType.COMPLETED, StateType.FAILED, StateType.CANCELLED, StateType.CRASHED}
+
+    async def retry(client: Any) -> None:
+        flow_run = await client.read_flow_run(flow_run_id)
+        assert flow_run.deployment_id, f"{flow_run_id} has no deployment"
+        assert flow_run.state is not None and flow_run.state.type in terminal, flow_run.state
+        state = Scheduled(message="Retried via CLI")
+        result = await client.set_flow_run_state(flow_run_id, state, force=True)
+        assert result.status != SetStateStatus.ABORT, result.details
+
+    with_client(server, retry)
+
+
 def evidence(workflow: Path, flow_run_id: UUID) -> dict[str, Any]:
     """What the `write` task's post_run hook recorded for one flow run."""
     record = workflow / ".folpipe" / "evidence" / f"{flow_run_id}.json"

@@ -22,8 +22,16 @@ import pytest
 from prefect_folpipe.compile.report._runs import list_runs, resumable_run
 
 from . import runs
-from .runs import create_pool, expand_restored, folpipe, ok, trigger, with_client
-from .server import PREFECT, PrefectServer
+from .runs import (
+    create_pool,
+    expand_restored,
+    folpipe,
+    ok,
+    retry_like_the_cli,
+    trigger,
+    with_client,
+)
+from .server import PrefectServer
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "deploy" / "approval"
 POOL = "folpipe-approval"
@@ -148,7 +156,7 @@ def test_a_deployment_run_waits_for_approval_without_holding_a_worker(
     # meanwhile the other gate's 3 s pass: Prefect fails that run
     expired = _wait_state(server, expiring, {"Failed"}, timeout=60)
     assert expired.state.name == "Failed", expired.state
-    ok(server.run([PREFECT, "flow-run", "retry", str(expiring)]))
+    retry_like_the_cli(server, expiring)  # `prefect flow-run retry ID`
 
     # 3. the worker runs both again from the start
     run_worker_once(server, tmp_path / "worker-2.log")
