@@ -4,11 +4,13 @@ key (FP407, exit 2, before the run starts: no Prefect, no model call)."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from builders import SCRIPTED, write_workflow
-from inprocess import folpipe_in_process
 
 from prefect_folpipe.cli._approve import check_approvals, parse_approvals
 from prefect_folpipe.errors import ConfigError
@@ -89,10 +91,14 @@ def test_the_cli_refuses_before_the_run_starts(tmp_path: Path) -> None:
         (["--approve", "approved=yes", "--approve", "shp:approved=yes"], "shp:approved"),
         (["--approve", "approved=yes", "--approve", "approved=no"], "approved"),
     ):
-        # in this process (tests/inprocess.py: its exit code and output; stdin no terminal)
-        proc = folpipe_in_process(
-            "run", str(root), "--json", *args, api_url="http://127.0.0.1:9/api"
-        )  # that API is never reached
+        proc = subprocess.run(
+            [sys.executable, "-m", "prefect_folpipe", "run", str(root), "--json", *args],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PREFECT_API_URL": "http://127.0.0.1:9/api"},  # never reached
+            timeout=120,
+            stdin=subprocess.DEVNULL,
+        )
         assert proc.returncode == 2, proc.stdout + proc.stderr
         error = json.loads(proc.stdout)["error"]
         assert error["code"] == "FP407" and named in error["message"]
