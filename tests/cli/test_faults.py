@@ -192,18 +192,13 @@ def test_sigkill_mid_run_kills_the_tool_and_resume_takes_the_crashed_run(tmp_pat
     failing = write_workflow(
         tmp_path / "replies", {"replies.yaml": {"tasks": {"first": [{"error": "auth"}]}}}
     )
-    old = _folpipe(
-        {
-            **cli_env,
-            "FOLPIPE_PROVIDER": "scripted",
-            "FOLPIPE_REPLIES": str(failing / "replies.yaml"),
-        },
-        "run",
-        root,
-        "--json",
-        "--context",
-        '{"attempt": "old"}',
-    )
+    from inprocess import folpipe_in_process
+
+    scripted = {"FOLPIPE_PROVIDER": "scripted", "FOLPIPE_REPLIES": str(failing / "replies.yaml")}
+    old = folpipe_in_process(  # in this process: only its exit code and record matter
+        "run", str(root), "--json", "--context", '{"attempt": "old"}',
+        api_url=cli_env["PREFECT_API_URL"], env=scripted,
+    )  # fmt: skip
     assert old.returncode == 1, old.stderr  # an older failed run is on record
     assert not _started(root).exists()  # it failed before the tool
 

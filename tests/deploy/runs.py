@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import shutil
 import subprocess
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TextIO, TypeVar
 from uuid import UUID
+
+import anyio
 
 from prefect_folpipe.workflow.names import restored_paths
 
@@ -117,14 +120,66 @@ def wait_for_deployment(
         time.sleep(0.2)
 
 
-def run_worker_once(server: PrefectServer, pool: str, log: Path, timeout: float = 300.0) -> None:
-    """A process worker that runs every due flow run of the pool, waits for them, and exits."""
-    worker = server.spawn([PREFECT, "worker", "start", "--pool", pool, "--run-once"], log=log)
+def run_worker_once(
+    server: PrefectServer, pool: str, log: Path, timeout: float = 300.0, *, cli: bool = False
+) -> None:
+    """A process worker that runs every due flow run of the pool, waits for them, and exits.
+
+    By default Prefect's ``ProcessWorker`` runs in this process (what ``prefect worker start
+    --pool POOL --run-once`` runs, without the seconds a new process spends importing
+    Prefect), in the environment and settings of ``server.env``, as the command would be:
+    each flow run is still its own process, started with the environment the command's
+    worker gives it, and its output and the worker's log go to ``log``. ``cli``: the command
+    itself, as a process of its own (the end-to-end path)."""
+    if cli:
+        worker = server.spawn([PREFECT, "worker", "start", "--pool", pool, "--run-once"], log=log)
+        try:
+            worker.wait(timeout=timeout)
+        finally:
+            stop_process_group(worker)
+        assert worker.returncode == 0, log.read_text()[-4000:]
+        return
+    with log.open("a", buffering=1) as out, _as_worker_process(server.env, out):
+        from prefect.workers.process import ProcessWorker
+
+        def printer(*args: Any, **kwargs: Any) -> None:
+            print(*args, **{**kwargs, "file": out})
+
+        async def main() -> None:
+            with anyio.fail_after(timeout):
+                await ProcessWorker(work_pool_name=pool).start(run_once=True, printer=printer)
+
+        asyncio.run(main())
+
+
+@contextlib.contextmanager
+def _as_worker_process(env: dict[str, str], out: TextIO) -> Iterator[None]:
+    """This process as a worker process started with ``env``: that environment, Prefect
+    settings read from it, and stdout, stderr and Prefect's log into ``out``."""
+    import logging
+    import os
+
+    from prefect.context import SettingsContext, get_settings_context
+    from prefect.settings import Settings
+
+    saved = dict(os.environ)
+    handler = logging.StreamHandler(out)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s - %(message)s"))
+    prefect_logger = logging.getLogger("prefect")
+    level = prefect_logger.level
+    os.environ.clear()
+    os.environ.update(env)
     try:
-        worker.wait(timeout=timeout)
+        settings = SettingsContext(profile=get_settings_context().profile, settings=Settings())
+        prefect_logger.addHandler(handler)
+        prefect_logger.setLevel(env.get("PREFECT_LOGGING_LEVEL", "INFO"))
+        with settings, contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+            yield
     finally:
-        stop_process_group(worker)
-    assert worker.returncode == 0, log.read_text()[-4000:]
+        prefect_logger.removeHandler(handler)
+        prefect_logger.setLevel(level)
+        os.environ.clear()
+        os.environ.update(saved)
 
 
 def with_client(server: PrefectServer, action: Callable[[Any], Awaitable[T]]) -> T:

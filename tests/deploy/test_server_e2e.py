@@ -85,7 +85,7 @@ def test_deploy_schedule_work_and_resume_on_a_real_server(
     via_generic = trigger(server, "folpipe-run/gen")
     from_yaml = trigger(server, "report/yaml")
     doomed = trigger(server, "report/resume")
-    run_worker_once(server, POOL, tmp_path / "worker-1.log")
+    run_worker_once(server, POOL, tmp_path / "worker-1.log", cli=True)
 
     states = flow_run_states(server, [manual, with_defaults, from_yaml, doomed, via_generic])
     assert states == {
@@ -123,7 +123,7 @@ def test_deploy_schedule_work_and_resume_on_a_real_server(
     retry = json.loads(resumed.stdout)
     assert (retry["resumed"], retry["flow_run_id"]) == ("api", str(doomed))
     assert retry["work_pool"] == POOL and "Traceback" not in resumed.stderr
-    run_worker_once(server, POOL, tmp_path / "worker-2.log")
+    run_worker_once(server, POOL, tmp_path / "worker-2.log", cli=True)
 
     assert flow_run_states(server, [scheduled, doomed]) == {
         scheduled: "Completed",

@@ -21,8 +21,9 @@ import pytest
 
 from prefect_folpipe.compile.report._runs import list_runs, resumable_run
 
+from .. import runs
 from ..runs import create_pool, expand_restored, folpipe, ok, trigger, with_client
-from ..server import PREFECT, PrefectServer, stop_process_group
+from ..server import PREFECT, PrefectServer
 
 FIXTURE = Path(__file__).parent.parent.parent / "fixtures" / "deploy" / "approval"
 POOL = "folpipe-approval"
@@ -40,12 +41,7 @@ default_output: {approved: false, comment: nobody answered}
 
 def run_worker_once(server: PrefectServer, log: Path, timeout: float = 300.0) -> None:
     """A process worker of this test's pool that runs every due flow run once, then exits."""
-    worker = server.spawn([PREFECT, "worker", "start", "--pool", POOL, "--run-once"], log=log)
-    try:
-        worker.wait(timeout=timeout)
-    finally:
-        stop_process_group(worker)
-    assert worker.returncode == 0, log.read_text()[-4000:]
+    runs.run_worker_once(server, POOL, log, timeout)
 
 
 def _flow_run(server: PrefectServer, flow_run_id: UUID) -> Any:
