@@ -50,7 +50,8 @@ def _by_name(flow_run_id: str, name: str) -> dict[str, Any]:
     deadline = time.monotonic() + 30
     while True:
         found = {run.name: run for run in _task_runs(flow_run_id)}
-        if (name in found and found[name].state.is_final()) or time.monotonic() > deadline:
+        state = found[name].state if name in found else None  # a run is recorded before its state
+        if (state is not None and state.is_final()) or time.monotonic() > deadline:
             return found
         time.sleep(0.1)
 
