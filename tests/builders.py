@@ -142,3 +142,29 @@ def forget_parses() -> None:
         if cache is not None:
             cache._close(broken=False)
     parsecache._CACHE.clear()
+
+
+def deploy_tools_md(approval: str) -> str:
+    """A tools.md with one python tool, ``deploy(version)``, gated by the ``approval`` flow
+    mapping: the tool writes ``deployed.txt`` (the version) into its task folder."""
+    return f'''\
+## deploy
+> approval: {approval}
+
+Deploy a version.
+
+```python
+from prefect_folpipe import ToolContext
+
+
+def deploy(ctx: ToolContext, version: str) -> str:
+    """Deploy.
+
+    Args:
+        version: The version.
+    """
+    import pathlib
+    pathlib.Path(ctx.task_dir, "deployed.txt").write_text(version)
+    return f"deployed {{version}}"
+```
+'''

@@ -9,33 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from builders import deploy_tools_md
 
 from prefect_folpipe.compile.options import RunOptions
 from prefect_folpipe.validate import validate_workflow
 
 pytestmark = pytest.mark.prefect
 
-TOOLS_MD = """\
-## deploy
-> approval: {approval}
-
-Deploy a version.
-
-```python
-from prefect_folpipe import ToolContext
-
-
-def deploy(ctx: ToolContext, version: str) -> str:
-    \"\"\"Deploy.
-
-    Args:
-        version: The version.
-    \"\"\"
-    import pathlib
-    pathlib.Path(ctx.task_dir, "deployed.txt").write_text(version)
-    return f"deployed {{version}}"
-```
-"""
 
 GATE = '{prompt: "Deploy {{ args.version }}?", input: {approved: bool, reason: str}}'
 
@@ -46,7 +26,7 @@ def _workflow(make_workflow: Any, approval: str = GATE, **task: Any) -> Path:
             "task.yaml": {"name": "pipeline"},
             "subtasks/10_release/task.yaml": {"name": "release", **task},
             "subtasks/10_release/instructions.md": "Deploy 1.2.",
-            "subtasks/10_release/tools.md": TOOLS_MD.format(approval=approval),
+            "subtasks/10_release/tools.md": deploy_tools_md(approval),
             "replies.yaml": {
                 "default": [
                     {"tool_calls": [{"name": "deploy", "arguments": {"version": "1.2"}}]},

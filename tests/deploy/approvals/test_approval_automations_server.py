@@ -24,6 +24,7 @@ from uuid import UUID
 
 import httpx
 import pytest
+from builders import deploy_tools_md
 
 from prefect_folpipe.compile.report._runs import list_runs
 
@@ -33,28 +34,10 @@ from ..server import PrefectServer
 POOL = "folpipe-gate-automations"
 pytestmark = [pytest.mark.server, pytest.mark.timeout(900)]
 
-TOOLS_MD = """\
-## deploy
-> approval: {prompt: "Deploy {{ args.version }}?", input: {approved: bool, reason: str}, \
-timeout: 5s, on_timeout: {approved: false, reason: "no answer in 5 s"}}
-
-Deploy a version.
-
-```python
-from prefect_folpipe import ToolContext
-
-
-def deploy(ctx: ToolContext, version: str) -> str:
-    \"\"\"Deploy.
-
-    Args:
-        version: The version.
-    \"\"\"
-    import pathlib
-    pathlib.Path(ctx.task_dir, "deployed.txt").write_text(version)
-    return f"deployed {version}"
-```
-"""
+TOOLS_MD = deploy_tools_md(
+    '{prompt: "Deploy {{ args.version }}?", input: {approved: bool, reason: str}, '
+    'timeout: 5s, on_timeout: {approved: false, reason: "no answer in 5 s"}}'
+)
 
 
 def _folder(root: Path, name: str, release_yaml: str, tools_md: str | None) -> Path:

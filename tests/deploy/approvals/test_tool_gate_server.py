@@ -12,6 +12,7 @@ from typing import Any
 from uuid import UUID
 
 import pytest
+from builders import deploy_tools_md
 
 from prefect_folpipe.compile.report._runs import list_runs
 
@@ -21,27 +22,9 @@ from ..server import PrefectServer
 POOL = "folpipe-tool-gate"
 pytestmark = [pytest.mark.server, pytest.mark.timeout(900)]
 
-TOOLS_MD = """\
-## deploy
-> approval: {prompt: "Deploy {{ args.version }}?", input: {approved: bool, reason: str}}
-
-Deploy a version.
-
-```python
-from prefect_folpipe import ToolContext
-
-
-def deploy(ctx: ToolContext, version: str) -> str:
-    \"\"\"Deploy.
-
-    Args:
-        version: The version.
-    \"\"\"
-    import pathlib
-    pathlib.Path(ctx.task_dir, "deployed.txt").write_text(version)
-    return f"deployed {version}"
-```
-"""
+TOOLS_MD = deploy_tools_md(
+    '{prompt: "Deploy {{ args.version }}?", input: {approved: bool, reason: str}}'
+)
 
 
 def _folder(root: Path) -> Path:
