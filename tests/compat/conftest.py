@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
+import os
 import shutil
 import subprocess
 import sys
 import tarfile
+import tempfile
 import warnings
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -46,26 +49,54 @@ def _skip_loudly(reason: str) -> None:
     pytest.skip(message)
 
 
+def _seed_cache() -> Path:
+    """Where a verified copy of the sdist is kept between sessions (the user's cache folder),
+    so the package index is asked once per machine, not once per test worker and session."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "prefect-folpipe-tests"
+
+
+def _verified(archive: Path) -> bool:
+    return archive.is_file() and hashlib.sha256(archive.read_bytes()).hexdigest() == SEED_SHA256
+
+
+def _fetch_seed(cache: Path) -> Path:
+    """The sdist in ``cache``: fetched with pip unless a copy with the right sha256 is there.
+    One process fetches while the others (the other test worker) wait on a lock."""
+    cache.mkdir(parents=True, exist_ok=True)
+    archive = cache / "folpipe-0.1.8.tar.gz"
+    with (cache / "folpipe-0.1.8.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if _verified(archive):
+            return archive
+        download = Path(tempfile.mkdtemp(dir=cache))
+        command = [
+            sys.executable, "-m", "pip", "download", "--no-binary", ":all:", "--no-deps",
+            "--disable-pip-version-check", "-q", SEED, "-d", str(download),
+        ]  # fmt: skip
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            _skip_loudly(f"`pip download {SEED}` did not finish: {exc}")
+        fetched = download / archive.name
+        if done.returncode != 0 or not fetched.is_file():
+            _skip_loudly(f"`pip download {SEED}` failed: {done.stderr.strip()[-500:]}")
+        digest = hashlib.sha256(fetched.read_bytes()).hexdigest()
+        assert digest == SEED_SHA256, f"{archive.name} has sha256 {digest}, not {SEED_SHA256}"
+        fetched.replace(archive)
+        shutil.rmtree(download, ignore_errors=True)
+        return archive
+
+
 @pytest.fixture(scope="session")
 def seed_sdist(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """folpipe 0.1.8's sdist, unpacked (fetched with pip; its sha256 checked). Skips loudly
-    when it cannot be fetched (no package index)."""
+    """folpipe 0.1.8's sdist, unpacked (fetched with pip once per machine, its sha256 checked
+    on every use). Skips loudly when it cannot be fetched (no package index)."""
     folder = tmp_path_factory.mktemp("folpipe-0.1.8")
-    command = [
-        sys.executable, "-m", "pip", "download", "--no-binary", ":all:", "--no-deps",
-        "--disable-pip-version-check", "-q", SEED, "-d", str(folder),
-    ]  # fmt: skip
-    try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=300)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        _skip_loudly(f"`pip download {SEED}` did not finish: {exc}")
-    archives = sorted(folder.glob("folpipe-0.1.8.tar.gz"))
-    if done.returncode != 0 or not archives:
-        _skip_loudly(f"`pip download {SEED}` failed: {done.stderr.strip()[-500:]}")
-    digest = hashlib.sha256(archives[0].read_bytes()).hexdigest()
-    assert digest == SEED_SHA256, f"{archives[0].name} has sha256 {digest}, not {SEED_SHA256}"
-    with tarfile.open(archives[0]) as archive:
-        archive.extractall(folder, filter="data")
+    archive = _fetch_seed(_seed_cache())
+    assert _verified(archive), f"{archive} changed on disk: its sha256 is not {SEED_SHA256}"
+    with tarfile.open(archive) as unpacked:
+        unpacked.extractall(folder, filter="data")
     return folder / "folpipe-0.1.8"
 
 
