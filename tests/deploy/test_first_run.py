@@ -5,7 +5,8 @@ server whose first start migrates a new database.
 * it works the first time, says so in one line, and ends without a traceback (point 1);
 * the temporary server records every task run's final state before it stops, so the API
   (read back with ``folpipe status --json``) agrees with the run's own report (point 2);
-* the Python API (``run_workflow``, ``folder_to_flow(...)()``) starts it the same way;
+* the Python API (``run_workflow``, ``folder_to_flow(...)()``) starts it the same way
+  (in a home whose database is migrated already: the first start is the first test's);
 * a server that does not start is FP523 with the hint, exit code 1.
 """
 
@@ -99,6 +100,12 @@ def test_the_first_run_works_and_the_api_agrees_with_the_report(tmp_path: Path) 
     assert second["tasks"]["cached"] == second["tasks"]["total"] == total  # one per task
 
 
+@pytest.fixture(scope="module")
+def migrated_database(worker_server: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the session server's database: a Prefect database migrated already."""
+    return copy_database(worker_server, tmp_path_factory.mktemp("migrated") / "prefect.db")
+
+
 PYTHON_API = """
 import json, sys
 from prefect_folpipe import folder_to_flow, run_workflow
@@ -108,12 +115,19 @@ print(json.dumps({"status": result.status, "topic": final["topic"]}))
 """
 
 
-def test_the_python_api_starts_the_server_the_same_way(tmp_path: Path) -> None:
+def test_the_python_api_starts_the_server_the_same_way(
+    tmp_path: Path, migrated_database: Path
+) -> None:
+    """A home whose database is migrated already (the first start's migration is the first
+    test's): the temporary server is started, announced once and reused by the second run."""
     workflow = tmp_path / "research_report"
     shutil.copytree(EXAMPLE, workflow, ignore=shutil.ignore_patterns(".folpipe"))
+    home = tmp_path / "home"
+    home.mkdir()
+    shutil.copyfile(migrated_database, home / "prefect.db")
     done = subprocess.run(
         [sys.executable, "-c", PYTHON_API, str(workflow)],
-        env=user_env(tmp_path / "home"),
+        env=user_env(home),
         capture_output=True,
         text=True,
         timeout=300,
@@ -148,12 +162,6 @@ pid = SubprocessASGIServer().server_process.pid
 print(sorted(v for v in Path(f"/proc/{pid}/environ").read_bytes().split(b"\\0")
              if v.startswith(b"PREFECT_SERVER_ANALYTICS")))
 """
-
-
-@pytest.fixture(scope="module")
-def migrated_database(worker_server: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A copy of the session server's database: a Prefect database migrated already."""
-    return copy_database(worker_server, tmp_path_factory.mktemp("migrated") / "prefect.db")
 
 
 @pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs /proc")
