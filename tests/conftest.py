@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import gc
 import os
+import sys
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -25,6 +26,12 @@ from tiers import (  # noqa: F401  (the suite's tiers and file order: hooks, see
     pytest_configure,
     pytest_xdist_make_scheduler,
 )
+
+# Python's default: modules compiled once are cached as bytecode and reused by every process
+# the suite starts (a machine that sets PYTHONDONTWRITEBYTECODE=1 made each of them compile
+# the package again). Workflow folders stay clean: tool code is imported without writing it.
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 _HOME = Path(tempfile.mkdtemp(prefix="folpipe-test-home-"))
 os.environ["PREFECT_HOME"] = str(_HOME)

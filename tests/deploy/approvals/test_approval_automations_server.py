@@ -6,6 +6,9 @@
   runs it, the gate takes the default (recorded as defaulted), the tool never runs and the
   run completes. Deploying twice leaves one automation; a deployment without such gates
   gets none.
+* Answered: the same gate answered before its deadline completes, and the automation stays
+  quiet past the deadline. The two run side by side (the ``gates`` fixture), so their waits
+  overlap.
 * Notice: a gate with ``notify`` names a ``CustomWebhookNotificationBlock`` pointing at a
   local HTTP receiver; when the run suspends, the notification reaches it and names the
   workflow, the task and the question.
@@ -17,6 +20,7 @@ import json
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, ClassVar
@@ -107,30 +111,75 @@ def pool(prefect_server: PrefectServer) -> str:
     return POOL
 
 
-def test_a_gate_past_its_deadline_continues_by_itself_with_the_default(
-    prefect_server: PrefectServer, pool: str, tmp_path: Path
-) -> None:
-    server = prefect_server
-    folder = _folder(tmp_path / "deadline", "deadline", "name: release\n", TOOLS_MD)
-    for _ in range(2):  # deploying again replaces the automation, never duplicates it
-        deployed = ok(folpipe(server, "deploy", folder, "--name", "d", "--pool", pool, "--json"))
-    assert json.loads(deployed.stdout)["automations"] == ["deadline/d: approval deadlines"]
-    (automation,) = _automations(server, "deadline/d: ")
-    assert automation.actions[0].type == "change-flow-run-state"
+ANSWERED_DEADLINE_S = 15
+"""The gate's deadline in the answered scenario: time to answer after the run suspended (about
+two seconds on a quiet machine)."""
+QUIET_S = 6
+"""How long past that deadline the answered run is watched: a deadline automation fires
+about a second after the deadline on the test server (proactive evaluation every second)."""
 
-    flow_run_id = trigger(server, "deadline/d")
-    run_worker_once(server, pool, tmp_path / "worker-1.log")
-    suspended = _run(server, flow_run_id)
-    assert suspended.state.name == "Suspended", suspended.state
-    # nobody answers: the automation schedules the run again once the deadline passed
+
+@dataclass
+class Gates:
+    """The two deadline scenarios, run side by side so their waits overlap: ``deadline``
+    (nobody answers) and ``answered`` (answered at once), each a folder, its flow run, the
+    run's state when it suspended and what happened after."""
+
+    deployed: Any
+    deadline: Path
+    deadline_run: UUID
+    deadline_suspended: Any
+    resumed: str
+    answered: Path
+    answered_run: UUID
+    answered_suspended: Any
+    answered_after: float
+
+
+@pytest.fixture(scope="module")
+def gates(
+    prefect_server: PrefectServer, pool: str, tmp_path_factory: pytest.TempPathFactory
+) -> Gates:
+    """Both deployed (the deadline one twice: deploying again must replace its automation),
+    both triggered and run by one worker until they suspend; the answered one is answered at
+    once; once the deadline one was put back by its automation, one worker runs both on."""
+    server, root = prefect_server, tmp_path_factory.mktemp("gates")
+    deadline = _folder(root / "deadline", "deadline", "name: release\n", TOOLS_MD)
+    for _ in range(2):
+        deployed = ok(folpipe(server, "deploy", deadline, "--name", "d", "--pool", pool, "--json"))
+    tools = TOOLS_MD.replace("timeout: 5s", f"timeout: {ANSWERED_DEADLINE_S}s")
+    answered = _folder(root / "answered", "answered", "name: release\n", tools)
+    ok(folpipe(server, "deploy", answered, "--name", "a", "--pool", pool))
+    deadline_run, answered_run = trigger(server, "deadline/d"), trigger(server, "answered/a")
+    run_worker_once(server, pool, root / "worker-1.log")
+    answered_suspended = _run(server, answered_run).state
+    if answered_suspended.name == "Suspended":
+        ok(folpipe(server, "approvals", "answer", str(answered_run), "approved=yes", "reason=go"))
+    answered_after = time.time() - answered_suspended.timestamp.timestamp()
+    deadline_suspended = _run(server, deadline_run).state
+    # nobody answers the other: its automation schedules it again once the deadline passed
     resumed = _poll(
-        lambda: _run(server, flow_run_id).state.name,
+        lambda: _run(server, deadline_run).state.name,
         lambda name: name != "Suspended",
         120,
         "the suspended run past its deadline",
     )
-    assert resumed in {"Resuming", "Scheduled", "Pending", "Running"}, resumed
-    run_worker_once(server, pool, tmp_path / "worker-2.log")
+    run_worker_once(server, pool, root / "worker-2.log")
+    return Gates(
+        json.loads(deployed.stdout), deadline, deadline_run, deadline_suspended, resumed,
+        answered, answered_run, answered_suspended, answered_after,
+    )  # fmt: skip
+
+
+def test_a_gate_past_its_deadline_continues_by_itself_with_the_default(
+    prefect_server: PrefectServer, gates: Gates
+) -> None:
+    server, folder, flow_run_id = prefect_server, gates.deadline, gates.deadline_run
+    assert gates.deployed["automations"] == ["deadline/d: approval deadlines"]
+    (automation,) = _automations(server, "deadline/d: ")
+    assert automation.actions[0].type == "change-flow-run-state"
+    assert gates.deadline_suspended.name == "Suspended", gates.deadline_suspended
+    assert gates.resumed in {"Resuming", "Scheduled", "Pending", "Running"}, gates.resumed
     done = _poll(
         lambda: _run(server, flow_run_id).state,
         lambda state: state.is_final(),
@@ -149,35 +198,20 @@ def test_a_gate_past_its_deadline_continues_by_itself_with_the_default(
     assert "prefect.automation.action.executed" in _fired(server, "deadline/d: ")
 
 
-ANSWERED_DEADLINE_S = 15
-"""The gate's deadline in the answered test: time to answer after the run suspended (about
-two seconds on a quiet machine)."""
-QUIET_S = 6
-"""How long past that deadline the answered run is watched: a deadline automation fires
-about a second after the deadline on the test server (proactive evaluation every second)."""
-
-
 def test_an_answer_before_the_deadline_keeps_the_automation_quiet(
-    prefect_server: PrefectServer, pool: str, tmp_path: Path
+    prefect_server: PrefectServer, gates: Gates
 ) -> None:
-    server = prefect_server
-    tools = TOOLS_MD.replace("timeout: 5s", f"timeout: {ANSWERED_DEADLINE_S}s")
-    folder = _folder(tmp_path / "answered", "answered", "name: release\n", tools)
-    ok(folpipe(server, "deploy", folder, "--name", "a", "--pool", pool))
-    flow_run_id = trigger(server, "answered/a")
-    run_worker_once(server, pool, tmp_path / "worker-1.log")
-    suspended = _run(server, flow_run_id)
-    assert suspended.state.name == "Suspended", suspended.state
-    ok(folpipe(server, "approvals", "answer", str(flow_run_id), "approved=yes", "reason=go"))
-    answered_after = time.time() - suspended.state.timestamp.timestamp()
+    server, folder, flow_run_id = prefect_server, gates.answered, gates.answered_run
+    suspended = gates.answered_suspended
+    assert suspended.name == "Suspended", suspended
+    answered_after = gates.answered_after
     assert answered_after < ANSWERED_DEADLINE_S, f"answered {answered_after:.1f} s after"
-    run_worker_once(server, pool, tmp_path / "worker-2.log")
     assert _run(server, flow_run_id).state.name == "Completed"
     assert (folder / "subtasks/10_release/deployed.txt").read_text() == "1.2"
     # past the deadline (and proactive evaluations: the test server's run every second, a
     # missed deadline fires about a second after it), the finished run stays finished: the
     # answer's `Resuming` event told the automation the gate was left
-    quiet_until = suspended.state.timestamp.timestamp() + ANSWERED_DEADLINE_S + QUIET_S
+    quiet_until = suspended.timestamp.timestamp() + ANSWERED_DEADLINE_S + QUIET_S
     while time.time() < quiet_until:
         assert _run(server, flow_run_id).state.name == "Completed"
         time.sleep(0.5)
