@@ -73,7 +73,15 @@ def store_key() -> bytes:
     block = os.environ.get(SECRET_ENV)
     if block:
         return _secret_key(block)
-    return _file_key(str(user_key_file()))
+    env = os.environ
+    return _file_key(_key_path(env.get("XDG_CONFIG_HOME"), env.get("HOME"), env.get("APPDATA")))
+
+
+@functools.lru_cache(maxsize=8)
+def _key_path(*where: str | None) -> str:
+    """:func:`user_key_file` for the environment values it depends on (``where``): worked out
+    once, not at every entry signed or checked."""
+    return str(user_key_file())
 
 
 def describe_key() -> str:

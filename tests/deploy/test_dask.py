@@ -62,7 +62,7 @@ def test_one_run_uses_one_cluster() -> None:
 def _copy(source: Path, parent: Path, *, dask: bool) -> Path:
     """The fixture under ``parent`` (same path length for both runners: prompts hold paths)."""
     target = parent / source.name
-    shutil.copytree(source, target, ignore=shutil.ignore_patterns(".folpipe"))
+    shutil.copytree(source, target, ignore=shutil.ignore_patterns(".folpipe", "__pycache__"))
     if dask:
         config = target / "task.yaml"
         text = config.read_text(encoding="utf-8")
