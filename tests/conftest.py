@@ -29,7 +29,9 @@ from tiers import (  # noqa: F401  (the suite's tiers and file order: hooks, see
 
 # Python's default: modules compiled once are cached as bytecode and reused by every process
 # the suite starts (a machine that sets PYTHONDONTWRITEBYTECODE=1 made each of them compile
-# the package again). Workflow folders stay clean: tool code is imported without writing it.
+# the package again). Tool code in workflow folders is imported without writing a cache; a
+# helper module a test puts on PYTHONPATH gets one (tests/deploy/test_dask.py's copies of
+# its fixture leave it out).
 sys.dont_write_bytecode = False
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 

@@ -57,8 +57,12 @@ def _seed_cache() -> Path:
     return Path(base) / "prefect-folpipe-tests"
 
 
+def _pinned(data: bytes) -> bool:
+    return hashlib.sha256(data).hexdigest() == SEED_SHA256
+
+
 def _verified(archive: Path) -> bool:
-    return archive.is_file() and hashlib.sha256(archive.read_bytes()).hexdigest() == SEED_SHA256
+    return archive.is_file() and _pinned(archive.read_bytes())
 
 
 def _download_listed(archive: Path) -> bool:
@@ -82,7 +86,7 @@ def _download_listed(archive: Path) -> bool:
             body = client.get(urljoin(listing_url, entry["url"])).raise_for_status().content
     except (httpx.HTTPError, ValueError, KeyError, TypeError):
         return False
-    if hashlib.sha256(body).hexdigest() != SEED_SHA256:
+    if not _pinned(body):
         return False
     partial = archive.with_suffix(".partial")
     partial.write_bytes(body)
