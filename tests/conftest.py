@@ -6,8 +6,10 @@ session's server as the API of this process); subprocess tests get ``cli_env``, 
 them at that same server so no test process starts a server of its own. The deployment tests'
 ``prefect_server`` (tests/deploy/conftest.py) is that same server too: ``worker_server``, one
 ``prefect server start`` with every service (scheduler, pause expirations), started on first
-use. Tests that share it keep apart by name: each deployment test file has work pools and
-deployments of its own, and tests read runs back by flow run id.
+use, on the session's throwaway PostgreSQL where one can be started (else on SQLite). Tests
+that share it keep apart by name: each deployment test file has work pools and deployments of
+its own, and tests read runs back by flow run id. ``prefect_sqlite_server`` is a ``prefect
+server start`` on SQLite, Prefect's default database, for the tests that need one.
 """
 
 from __future__ import annotations
@@ -24,7 +26,6 @@ import pytest
 from tiers import (  # noqa: F401  (the suite's tiers and file order: hooks, see tiers.py)
     pytest_collection_modifyitems,
     pytest_configure,
-    pytest_xdist_make_scheduler,
 )
 
 # Python's default: modules compiled once are cached as bytecode and reused by every process
@@ -65,16 +66,63 @@ def _signal_handlers_kept() -> Iterator[None]:
 
 
 @pytest.fixture(scope="session")
-def worker_server() -> Iterator[Any]:
-    """The session's one ``prefect server start`` (SQLite in a temporary home, every service
-    on): a ``deploy.server.PrefectServer``, stopped with everything it spawned at the end."""
+def session_postgres() -> Iterator[Any]:
+    """The session's throwaway PostgreSQL cluster (``deploy.postgres.Postgres``), or why none
+    could be started here (a ``str``); stopped and deleted at the end."""
+    from contextlib import ExitStack
+
+    from deploy.postgres import PostgresUnavailable, running_postgres
+
+    with ExitStack() as stack:
+        try:
+            found: Any = stack.enter_context(running_postgres())
+        except PostgresUnavailable as exc:
+            found = str(exc)
+        yield found
+
+
+@pytest.fixture(scope="session")
+def worker_server(session_postgres: Any) -> Iterator[Any]:
+    """The session's one ``prefect server start`` (every service on, a temporary home): a
+    ``deploy.server.PrefectServer``, stopped with everything it spawned at the end.
+
+    Its database is the session's PostgreSQL when there is one: on SQLite, a run started
+    while the server still records the last one's task runs is often answered "database is
+    locked" (HTTP 503), and Prefect's client waits 2 s before it tries again."""
     from deploy.server import start_server
 
+    url = None if isinstance(session_postgres, str) else session_postgres.url
+    server = start_server(database_url=url)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def prefect_sqlite_server(worker_server: Any) -> Iterator[Any]:
+    """A ``prefect server start`` on SQLite, Prefect's default database: the session's server
+    when it is on SQLite, else one of its own (started on first use)."""
+    from deploy.server import start_server
+
+    if worker_server.database_url.startswith("sqlite"):
+        yield worker_server
+        return
     server = start_server()
     try:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def migrated_sqlite(prefect_sqlite_server: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A Prefect SQLite database migrated already, for a temporary server whose test is not
+    about a first start (that start migrates a new database: seconds). Copy it into a home."""
+    from deploy.server import copy_database
+
+    target = tmp_path_factory.mktemp("migrated") / "prefect.db"
+    return copy_database(prefect_sqlite_server, target)
 
 
 @pytest.fixture(scope="session")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -463,13 +464,12 @@ def _cmdline(pid: int) -> str:
         return ""
 
 
-def test_the_temporary_server_does_not_outlive_a_killed_run(tmp_path, cli_env, worker_server):
-    from deploy.server import copy_database
-
+def test_the_temporary_server_does_not_outlive_a_killed_run(tmp_path, cli_env, migrated_sqlite):
     root = _workflow(tmp_path / "wf")
-    # a home with a migrated database (a copy of the session server's): the first start of
-    # a fresh PREFECT_HOME would migrate one, seconds this test is not about
-    copy_database(worker_server, tmp_path / "home" / "prefect.db")
+    # a home with a migrated database: the first start of a fresh PREFECT_HOME would migrate
+    # one, seconds this test is not about
+    (tmp_path / "home").mkdir()
+    shutil.copyfile(migrated_sqlite, tmp_path / "home" / "prefect.db")
     env = _ephemeral_env(
         cli_env, tmp_path / "home", PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS="240"
     )

@@ -25,7 +25,7 @@ import pytest
 
 from prefect_folpipe.compile.infra._server import STARTING_LINE
 
-from .server import FOLPIPE, copy_database
+from .server import FOLPIPE
 
 EXAMPLE = Path(__file__).parent.parent.parent / "examples" / "research_report"
 NOISE = ("Traceback", "Error flushing", "ERROR", "Starting temporary server")
@@ -100,12 +100,6 @@ def test_the_first_run_works_and_the_api_agrees_with_the_report(tmp_path: Path) 
     assert second["tasks"]["cached"] == second["tasks"]["total"] == total  # one per task
 
 
-@pytest.fixture(scope="module")
-def migrated_database(worker_server: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A copy of the session server's database: a Prefect database migrated already."""
-    return copy_database(worker_server, tmp_path_factory.mktemp("migrated") / "prefect.db")
-
-
 PYTHON_API = """
 import json, sys
 from prefect_folpipe import folder_to_flow, run_workflow
@@ -116,7 +110,7 @@ print(json.dumps({"status": result.status, "topic": final["topic"]}))
 
 
 def test_the_python_api_starts_the_server_the_same_way(
-    tmp_path: Path, migrated_database: Path
+    tmp_path: Path, migrated_sqlite: Path
 ) -> None:
     """A home whose database is migrated already (the first start's migration is the first
     test's): the temporary server is started, announced once and reused by the second run."""
@@ -124,7 +118,7 @@ def test_the_python_api_starts_the_server_the_same_way(
     shutil.copytree(EXAMPLE, workflow, ignore=shutil.ignore_patterns(".folpipe"))
     home = tmp_path / "home"
     home.mkdir()
-    shutil.copyfile(migrated_database, home / "prefect.db")
+    shutil.copyfile(migrated_sqlite, home / "prefect.db")
     done = subprocess.run(
         [sys.executable, "-c", PYTHON_API, str(workflow)],
         env=user_env(home),
@@ -167,7 +161,7 @@ print(sorted(v for v in Path(f"/proc/{pid}/environ").read_bytes().split(b"\\0")
 @pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs /proc")
 @pytest.mark.parametrize(("user", "server"), [(None, "false"), ("true", "true")])
 def test_the_temporary_server_runs_without_telemetry_unless_the_user_chose(
-    tmp_path: Path, user: str | None, server: str, migrated_database: Path
+    tmp_path: Path, user: str | None, server: str, migrated_sqlite: Path
 ) -> None:
     """Its telemetry service wrote the database during the first start's migration and
     printed "database is locked" tracebacks into the terminal. What the server process is
@@ -175,7 +169,7 @@ def test_the_temporary_server_runs_without_telemetry_unless_the_user_chose(
     first start itself is the first test's)."""
     env = user_env(tmp_path / "home")
     (tmp_path / "home").mkdir()
-    shutil.copyfile(migrated_database, tmp_path / "home" / "prefect.db")
+    shutil.copyfile(migrated_sqlite, tmp_path / "home" / "prefect.db")
     if user is not None:
         env["PREFECT_SERVER_ANALYTICS_ENABLED"] = user
     done = subprocess.run(

@@ -1,5 +1,6 @@
-"""``folpipe resume --flow-run ID --from TASK`` against a real ``prefect server`` and a process
-worker: a deployment's run re-run from a task, through the API, on the run's work pool."""
+"""``folpipe resume --flow-run ID --from TASK`` against a real ``prefect server`` on SQLite
+(Prefect's default database) and a process worker: a deployment's run re-run from a task,
+through the API, on the run's work pool."""
 
 from __future__ import annotations
 
@@ -29,9 +30,9 @@ pytestmark = [pytest.mark.server, pytest.mark.timeout(900)]
 
 
 def test_a_deployment_run_re_run_from_a_task_through_the_api(
-    prefect_server: PrefectServer, tmp_path: Path
+    prefect_sqlite_server: PrefectServer, tmp_path: Path
 ) -> None:
-    server = prefect_server
+    server = prefect_sqlite_server  # Prefect's default database: a deployment run on SQLite
     create_pool(server, POOL)
     folder = copy_workflow(tmp_path, "rerun")
     args = ["deploy", str(folder), "--name", "rerun", "--pool", POOL, "--param", "topic=again"]
