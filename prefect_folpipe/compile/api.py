@@ -22,7 +22,7 @@ from ..workflow.config import TaskConfig
 from ..workflow.tree import Workflow
 from .build import check_run_sdks, preflight, run_root
 from .checkpoints import flow_result_storage
-from .infra import ensure_api, guard_temporary_server, infrastructure_error
+from .infra import ensure_api, guard_temporary_server, infrastructure_error, quick_retry_client
 from .leaf import ProcessLocal
 from .options import RunOptions
 from .report import RunResult, RunTracker, reported_tasks
@@ -261,7 +261,8 @@ async def arun_workflow(
     flow = make_flow(workflow, options, sink, plan)
     guard_temporary_server()
     try:
-        state = await flow(context=dict(context or {}), return_state=True)
+        async with quick_retry_client():  # a local server's "database is locked": ms, not 2 s
+            state = await flow(context=dict(context or {}), return_state=True)
     except Exception as exc:  # the Prefect API failed: a coded error, not a traceback
         failure = infrastructure_error(exc)
         if failure is None:

@@ -1,5 +1,6 @@
-"""Infrastructure around a run: the Prefect API (a running server or a temporary one),
-failures outside the workflow as coded errors, crashed-run recovery, the call guard
+"""Infrastructure around a run: the Prefect API (a running server or a temporary one, and
+quick retries of a local server's "database is locked"), failures outside the workflow as
+coded errors, crashed-run recovery, the call guard
 (rate limits, global concurrency limits) and Prefect Secret blocks.
 """
 
@@ -9,6 +10,7 @@ from ._callguard import make_call_guard
 from ._console import prefix_every_line
 from ._ephemeral import guard_temporary_server
 from ._faults import infrastructure_error, interruption
+from ._quick_retry import quick_retry_client
 from ._recovery import settle_crashed_runs, settle_earlier_attempt
 from ._secrets import prefect_secret_resolver
 from ._server import SETTLE, ensure_api, uses_temporary_server
@@ -22,6 +24,7 @@ __all__ = [
     "make_call_guard",
     "prefect_secret_resolver",
     "prefix_every_line",
+    "quick_retry_client",
     "settle_crashed_runs",
     "settle_earlier_attempt",
     "uses_temporary_server",
