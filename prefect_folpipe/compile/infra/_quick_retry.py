@@ -31,7 +31,8 @@ BUDGET_S = 30.0
 
 
 class QuickRetryTransport(httpx.AsyncBaseTransport):
-    """``inner``, with an HTTP 503 asked again after short waits (up to ``BUDGET_S``)."""
+    """``inner``, with an HTTP 503 asked again after short waits (up to ``BUDGET_S``); a
+    request whose body is streamed goes once, as it came."""
 
     def __init__(self, inner: httpx.AsyncBaseTransport) -> None:
         self.inner = inner
@@ -39,6 +40,8 @@ class QuickRetryTransport(httpx.AsyncBaseTransport):
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         response = await self.inner.handle_async_request(request)
+        if not isinstance(request.stream, httpx.ByteStream):
+            return response  # a streamed body cannot be sent twice
         wait, waited = FIRST_WAIT_S, 0.0
         while response.status_code == 503 and waited + wait <= BUDGET_S:
             await response.aclose()

@@ -69,6 +69,18 @@ async def test_past_its_budget_the_503_goes_to_prefects_own_retries(
     assert 2 <= len(seen) <= 5  # 0.01 + 0.02 (+ 0.04 > budget): bounded
 
 
+async def test_a_streamed_body_is_sent_once() -> None:
+    seen: list[bytes] = []
+    transport = QuickRetryTransport(_refusing(3, seen))
+
+    async def body() -> Any:
+        yield b"part"
+
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:1") as http:
+        response = await http.post("/api/upload", content=body())
+    assert response.status_code == 503 and transport.retried == 0 and seen == [b"part"]
+
+
 async def test_other_answers_pass_through_untouched() -> None:
     seen: list[bytes] = []
     transport = QuickRetryTransport(_refusing(0, seen))
