@@ -39,9 +39,10 @@ class QuickRetryTransport(httpx.AsyncBaseTransport):
         self.retried = 0
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        replayable = isinstance(request.stream, httpx.ByteStream)  # a stream goes once
         response = await self.inner.handle_async_request(request)
-        if not isinstance(request.stream, httpx.ByteStream):
-            return response  # a streamed body cannot be sent twice
+        if not replayable:
+            return response
         wait, waited = FIRST_WAIT_S, 0.0
         while response.status_code == 503 and waited + wait <= BUDGET_S:
             await response.aclose()
