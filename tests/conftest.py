@@ -127,6 +127,20 @@ def migrated_sqlite(prefect_sqlite_server: Any, tmp_path_factory: pytest.TempPat
     return copy_database(prefect_sqlite_server, target)
 
 
+@pytest.fixture
+def migrated_home(migrated_sqlite: Path) -> Callable[[Path], Path]:
+    """``migrated_home(home)``: the folder ``home`` (a PREFECT_HOME) created, its database a
+    copy of ``migrated_sqlite``; returns ``home``."""
+    import shutil
+
+    def make(home: Path) -> Path:
+        home.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(migrated_sqlite, home / "prefect.db")
+        return home
+
+    return make
+
+
 @pytest.fixture(scope="session")
 def prefect_harness(worker_server: Any) -> Iterator[str]:
     """The session's Prefect server as this process's API (settings and environment), as

@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -464,15 +463,12 @@ def _cmdline(pid: int) -> str:
         return ""
 
 
-def test_the_temporary_server_does_not_outlive_a_killed_run(tmp_path, cli_env, migrated_sqlite):
+def test_the_temporary_server_does_not_outlive_a_killed_run(tmp_path, cli_env, migrated_home):
     root = _workflow(tmp_path / "wf")
     # a home with a migrated database: the first start of a fresh PREFECT_HOME would migrate
     # one, seconds this test is not about
-    (tmp_path / "home").mkdir()
-    shutil.copyfile(migrated_sqlite, tmp_path / "home" / "prefect.db")
-    env = _ephemeral_env(
-        cli_env, tmp_path / "home", PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS="240"
-    )
+    home = migrated_home(tmp_path / "home")
+    env = _ephemeral_env(cli_env, home, PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS="240")
     proc = _run_until_the_tool_runs(env, root)
     [server] = [pid for pid in _children(proc.pid) if "uvicorn" in _cmdline(pid)]
     proc.send_signal(signal.SIGKILL)

@@ -18,6 +18,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -110,15 +111,13 @@ print(json.dumps({"status": result.status, "topic": final["topic"]}))
 
 
 def test_the_python_api_starts_the_server_the_same_way(
-    tmp_path: Path, migrated_sqlite: Path
+    tmp_path: Path, migrated_home: Callable[[Path], Path]
 ) -> None:
     """A home whose database is migrated already (the first start's migration is the first
     test's): the temporary server is started, announced once and reused by the second run."""
     workflow = tmp_path / "research_report"
     shutil.copytree(EXAMPLE, workflow, ignore=shutil.ignore_patterns(".folpipe"))
-    home = tmp_path / "home"
-    home.mkdir()
-    shutil.copyfile(migrated_sqlite, home / "prefect.db")
+    home = migrated_home(tmp_path / "home")
     done = subprocess.run(
         [sys.executable, "-c", PYTHON_API, str(workflow)],
         env=user_env(home),
@@ -161,15 +160,13 @@ print(sorted(v for v in Path(f"/proc/{pid}/environ").read_bytes().split(b"\\0")
 @pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs /proc")
 @pytest.mark.parametrize(("user", "server"), [(None, "false"), ("true", "true")])
 def test_the_temporary_server_runs_without_telemetry_unless_the_user_chose(
-    tmp_path: Path, user: str | None, server: str, migrated_sqlite: Path
+    tmp_path: Path, user: str | None, server: str, migrated_home: Callable[[Path], Path]
 ) -> None:
     """Its telemetry service wrote the database during the first start's migration and
     printed "database is locked" tracebacks into the terminal. What the server process is
     started with is the same on any start: the home gets a database migrated already (the
     first start itself is the first test's)."""
-    env = user_env(tmp_path / "home")
-    (tmp_path / "home").mkdir()
-    shutil.copyfile(migrated_sqlite, tmp_path / "home" / "prefect.db")
+    env = user_env(migrated_home(tmp_path / "home"))
     if user is not None:
         env["PREFECT_SERVER_ANALYTICS_ENABLED"] = user
     done = subprocess.run(
