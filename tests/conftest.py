@@ -102,29 +102,43 @@ def worker_server(session_postgres: Any) -> Iterator[Any]:
 
 
 @pytest.fixture(scope="session")
-def prefect_sqlite_server(worker_server: Any) -> Iterator[Any]:
+def migrated_sqlite(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A Prefect SQLite database migrated already (``prefect server database upgrade``), for
+    a home or server whose test is not about a first start (that start migrates a new
+    database: seconds). Made once per test session, whichever pytest-xdist worker needs it
+    first (the others wait for it); copy it, never open it."""
+    import fcntl
+
+    from deploy.server import migrate_sqlite
+
+    shared = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = shared.parent  # the workers' basetemps sit side by side in one folder
+    target = shared / "migrated-sqlite" / "prefect.db"
+    target.parent.mkdir(exist_ok=True)
+    with (shared / "migrated-sqlite.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if not (target.parent / "done").exists():
+            migrate_sqlite(target)
+            (target.parent / "done").touch()
+    return target
+
+
+@pytest.fixture(scope="session")
+def prefect_sqlite_server(worker_server: Any, migrated_sqlite: Path) -> Iterator[Any]:
     """A ``prefect server start`` on SQLite, Prefect's default database: the session's server
-    when it is on SQLite, else one of its own (started on first use)."""
+    when it is on SQLite, else one of its own (started on first use, on a copy of
+    ``migrated_sqlite``)."""
     from deploy.server import start_server
 
     if worker_server.database_url.startswith("sqlite"):
         yield worker_server
         return
-    server = start_server()
+    server = start_server(sqlite_from=migrated_sqlite)
     try:
         yield server
     finally:
         server.stop()
-
-
-@pytest.fixture(scope="session")
-def migrated_sqlite(prefect_sqlite_server: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A Prefect SQLite database migrated already, for a temporary server whose test is not
-    about a first start (that start migrates a new database: seconds). Copy it into a home."""
-    from deploy.server import copy_database
-
-    target = tmp_path_factory.mktemp("migrated") / "prefect.db"
-    return copy_database(prefect_sqlite_server, target)
 
 
 @pytest.fixture

@@ -21,10 +21,10 @@ NAMES = ["one", "two", "three", "four", "five", "six"]
 def _chain(root: Path) -> Path:
     files: dict[str, Any] = {
         "task.yaml": {"name": "chain", "subtasks": {"execution_type": "sequential"}},
-        # each answer takes half a second, far longer than the two processes' start skew:
-        # the runs overlap, and the later one waits at the task the earlier one is making
+        # each answer takes 0.3 s, longer than the two processes' start skew: the runs
+        # overlap, and the later one waits at the task the earlier one is making
         "replies.yaml": {
-            "tasks": {name: [{"text": f"{name} done", "delay": 0.5}] for name in NAMES}
+            "tasks": {name: [{"text": f"{name} done", "delay": 0.3}] for name in NAMES}
         },
     }
     for number, name in enumerate(NAMES, 1):

@@ -32,11 +32,11 @@ def lookup(n: int) -> str:
 """
 
 # A task that times out on its last call, once, fast: no retry (the journal is written by the
-# first attempt already), a timeout of 1 s (the calls before the last take milliseconds each: a
-# 40-call run takes 0.3 s) and a last reply slower than the whole timeout (a resume, with more
-# time, waits for that reply too, so not much slower).
-FAILS_FAST = {"timeout": 1, "max_retries": 0}
-SLOW_S = 1.25
+# first attempt already), a timeout of 0.6 s (the calls before the last take milliseconds each:
+# a 40-call run takes 0.3 s, these make 12 at most) and a last reply slower than the whole
+# timeout (a resume, with more time, waits for that reply too, so not much slower).
+FAILS_FAST = {"timeout": 0.6, "max_retries": 0}
+SLOW_S = 0.8
 
 
 def _agent(

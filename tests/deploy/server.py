@@ -12,6 +12,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -149,30 +150,34 @@ def wait_healthy(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
     )
 
 
-def copy_database(server: PrefectServer, target: Path) -> Path:
-    """A copy of ``server``'s SQLite database at ``target`` (SQLite's backup API: consistent
-    while the server writes it): a Prefect database migrated already, for a temporary server
-    whose test is not about a first start (that start migrates a new database, seconds)."""
-    import sqlite3
-
+def migrate_sqlite(target: Path) -> Path:
+    """A new SQLite database at ``target``, migrated by ``prefect server database upgrade``
+    (what a server's first start does, without starting one): for a home whose test is not
+    about a first start. Copy it; do not point a server at it."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    source = sqlite3.connect(server.home / "prefect.db")
-    copy = sqlite3.connect(target)
-    try:
-        source.backup(copy)
-    finally:
-        copy.close()
-        source.close()
+    home = Path(tempfile.mkdtemp(prefix="folpipe-migrate-home-"))
+    env = _server_env(home, f"sqlite+aiosqlite:///{target}")
+    done = subprocess.run(
+        [PREFECT, "server", "database", "upgrade", "-y"],
+        env=env, capture_output=True, text=True, timeout=STARTUP_TIMEOUT_S, check=False,
+    )  # fmt: skip
+    if done.returncode != 0 or not target.is_file():
+        raise RuntimeError(f"prefect server database upgrade failed:\n{done.stdout[-3000:]}")
     return target
 
 
-def start_server(database_url: str | None = None) -> PrefectServer:
+def start_server(
+    database_url: str | None = None, *, sqlite_from: Path | None = None
+) -> PrefectServer:
     """Start ``prefect server start`` and wait until it is healthy.
 
     ``database_url`` is Prefect's SQLAlchemy URL (``postgresql+asyncpg://…``); by default a
-    fresh SQLite file in the server's temporary PREFECT_HOME. The server migrates it on start.
+    SQLite file in the server's temporary PREFECT_HOME: new (the server migrates it on
+    start), or a copy of ``sqlite_from`` (a database migrated already, :func:`migrate_sqlite`).
     """
     home = Path(tempfile.mkdtemp(prefix="folpipe-server-home-"))
+    if sqlite_from is not None and database_url is None:
+        shutil.copyfile(sqlite_from, home / "prefect.db")
     port = free_port()
     url = f"http://127.0.0.1:{port}/api"
     database_url = database_url or f"sqlite+aiosqlite:///{home / 'prefect.db'}"

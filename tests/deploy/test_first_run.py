@@ -5,7 +5,8 @@ server whose first start migrates a new database.
 * it works the first time, says so in one line, and ends without a traceback (point 1);
 * the temporary server records every task run's final state before it stops, so the API
   (read back with ``folpipe status --json``) agrees with the run's own report (point 2);
-* the Python API (``run_workflow``, ``folder_to_flow(...)()``) starts it the same way
+* the Python API (``run_workflow``, ``folder_to_flow(...)()``) starts it the same way,
+  without telemetry unless the user chose it
   (in a home whose database is migrated already: the first start is the first test's);
 * a server that does not start is FP523 with the hint, exit code 1.
 """
@@ -103,18 +104,28 @@ def test_the_first_run_works_and_the_api_agrees_with_the_report(tmp_path: Path) 
 
 PYTHON_API = """
 import json, sys
+from pathlib import Path
+from prefect.server.api.server import SubprocessASGIServer
 from prefect_folpipe import folder_to_flow, run_workflow
 result = run_workflow(sys.argv[1])
 final = folder_to_flow(sys.argv[1])(context={"topic": "the python api"})
-print(json.dumps({"status": result.status, "topic": final["topic"]}))
+pid = SubprocessASGIServer().server_process.pid
+analytics = sorted(v.decode() for v in Path(f"/proc/{pid}/environ").read_bytes().split(b"\\0")
+                   if v.startswith(b"PREFECT_SERVER_ANALYTICS"))
+print(json.dumps({"status": result.status, "topic": final["topic"], "server": analytics}))
 """
 
 
+NEEDS_PROC = pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs /proc")
+
+
+@NEEDS_PROC
 def test_the_python_api_starts_the_server_the_same_way(
     tmp_path: Path, migrated_home: Callable[[Path], Path]
 ) -> None:
     """A home whose database is migrated already (the first start's migration is the first
-    test's): the temporary server is started, announced once and reused by the second run."""
+    test's): the temporary server is started, announced once and reused by the second run.
+    The user set nothing about telemetry, so the server runs without it."""
     workflow = tmp_path / "research_report"
     shutil.copytree(EXAMPLE, workflow, ignore=shutil.ignore_patterns(".folpipe"))
     home = migrated_home(tmp_path / "home")
@@ -127,7 +138,11 @@ def test_the_python_api_starts_the_server_the_same_way(
         check=False,
     )
     assert done.returncode == 0, done.stderr[-4000:]
-    assert json.loads(done.stdout) == {"status": "completed", "topic": "the python api"}
+    assert json.loads(done.stdout) == {
+        "status": "completed",
+        "topic": "the python api",
+        "server": ["PREFECT_SERVER_ANALYTICS_ENABLED=false"],
+    }
     assert done.stderr.count(STARTING_LINE) == 1  # the second run reuses the server
     assert_clean(done)
 
@@ -157,18 +172,17 @@ print(sorted(v for v in Path(f"/proc/{pid}/environ").read_bytes().split(b"\\0")
 """
 
 
-@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs /proc")
-@pytest.mark.parametrize(("user", "server"), [(None, "false"), ("true", "true")])
-def test_the_temporary_server_runs_without_telemetry_unless_the_user_chose(
-    tmp_path: Path, user: str | None, server: str, migrated_home: Callable[[Path], Path]
+@NEEDS_PROC
+def test_the_temporary_server_sends_telemetry_when_the_user_chose_it(
+    tmp_path: Path, migrated_home: Callable[[Path], Path]
 ) -> None:
     """Its telemetry service wrote the database during the first start's migration and
-    printed "database is locked" tracebacks into the terminal. What the server process is
-    started with is the same on any start: the home gets a database migrated already (the
-    first start itself is the first test's)."""
+    printed "database is locked" tracebacks into the terminal, so folpipe starts it without
+    (``test_the_python_api_starts_the_server_the_same_way``), unless the user chose it. What
+    the server process is started with is the same on any start: the home gets a database
+    migrated already (the first start itself is the first test's)."""
     env = user_env(migrated_home(tmp_path / "home"))
-    if user is not None:
-        env["PREFECT_SERVER_ANALYTICS_ENABLED"] = user
+    env["PREFECT_SERVER_ANALYTICS_ENABLED"] = "true"
     done = subprocess.run(
         [sys.executable, "-c", SERVER_ENV],
         env=env,
@@ -178,4 +192,4 @@ def test_the_temporary_server_runs_without_telemetry_unless_the_user_chose(
         check=False,
     )
     assert done.returncode == 0, done.stderr[-4000:]
-    assert done.stdout.strip().lower() == f"[b'prefect_server_analytics_enabled={server}']"
+    assert done.stdout.strip().lower() == "[b'prefect_server_analytics_enabled=true']"

@@ -22,7 +22,7 @@ pytestmark = [pytest.mark.prefect, pytest.mark.timeout(600)]
 def _files() -> dict[str, Any]:
     fetch = [
         {"tool_calls": [{"name": "today", "arguments": {}}]},
-        {"output": {"facts": "monday"}, "delay": 2},  # slower than the first run's timeout
+        {"output": {"facts": "monday"}, "delay": 1.3},  # slower than the first run's timeout
     ]
     return {
         "task.yaml": {
@@ -36,7 +36,7 @@ def _files() -> dict[str, Any]:
         "subtasks/20_fetch/instructions.md": "Fetch.",
         "subtasks/20_fetch/task.yaml": {
             "output": ["facts"],
-            "settings": {"timeout": 1.5, "max_retries": 0},
+            "settings": {"timeout": 1.0, "max_retries": 0},
         },
         "subtasks/20_fetch/tools.md": TOOLS_MD,
     }

@@ -111,10 +111,10 @@ def pool(prefect_server: PrefectServer) -> str:
     return POOL
 
 
-ANSWERED_DEADLINE_S = 15
+ANSWERED_DEADLINE_S = 10
 """The gate's deadline in the answered scenario: time to answer after the run suspended (about
 two seconds on a quiet machine)."""
-QUIET_S = 6
+QUIET_S = 4
 """How long past that deadline the answered run is watched: a deadline automation fires
 about a second after the deadline on the test server (proactive evaluation every second)."""
 
