@@ -46,9 +46,12 @@ class WorkflowFlow(Flow[..., Any]):
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self.root_config is not None:
             complete_call(self.root_config, args, kwargs)
-        if FlowRunContext.get() is None:  # a top-level run: its API first (FP523)
+        top_level = FlowRunContext.get() is None
+        if top_level:  # its API first (FP523)
             ensure_api()
         result = super().__call__(*args, **kwargs)
+        if asyncio.iscoroutine(result) and top_level:
+            result = _with_quick_retries(result)
         if asyncio.iscoroutine(result) and not _loop_running():
             return run_coro_as_sync(result)
         return result
@@ -92,6 +95,13 @@ def _json_copy(value: Any) -> Any:
             copy[key] = _json_copy(item)
         return copy
     raise _NotPlain
+
+
+async def _with_quick_retries(run: Any) -> Any:
+    """``run`` (a top-level flow run's coroutine) with the client a ``run_workflow`` gets:
+    quick retries toward a local server's "database is locked"."""
+    async with quick_retry_client():
+        return await run
 
 
 def _loop_running() -> bool:

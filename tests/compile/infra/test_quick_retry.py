@@ -193,21 +193,27 @@ class _LockedOnce(httpx.AsyncBaseTransport):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("quick", [True, False], ids=["quick-retries", "prefect-alone"])
+@pytest.mark.parametrize(
+    ("entry", "quick"),
+    [("run_workflow", True), ("folder_to_flow", True), ("run_workflow", False)],
+    ids=["quick-retries", "folder-to-flow", "prefect-alone"],
+)
 def test_a_run_on_a_busy_sqlite_server_does_not_wait_on_prefects_backoff(
     prefect_sqlite_server: Any,
     make_workflow: Any,
     caplog: pytest.LogCaptureFixture,
     monkeypatch: pytest.MonkeyPatch,
+    entry: str,
     quick: bool,
 ) -> None:
     """A run whose flow run the server refuses three times ("database is locked", as a
     SQLite server answers while it records the last run): asked again within milliseconds,
-    and Prefect's client never backs off; with the quick retries taken away, one refusal
-    makes it back off (what this guards against). The run completes either way."""
+    and Prefect's client never backs off, whether the run is ``run_workflow``'s or the flow
+    of ``folder_to_flow`` called; with the quick retries taken away, one refusal makes it
+    back off (what this guards against). The run completes either way."""
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
-    from prefect_folpipe.compile import flush_artifacts, run_workflow
+    from prefect_folpipe.compile import flush_artifacts, folder_to_flow, run_workflow
 
     wrappers: list[QuickRetryTransport] = []
 
@@ -221,10 +227,13 @@ def test_a_run_on_a_busy_sqlite_server_does_not_wait_on_prefects_backoff(
     caplog.set_level(logging.DEBUG, logger="prefect.client")
     folder = make_workflow({"task.yaml": {"name": "locked"}, "instructions.md": "Answer."})
     with temporary_settings(updates={PREFECT_API_URL: prefect_sqlite_server.url}):
-        result = run_workflow(folder)
+        if entry == "run_workflow":
+            result = run_workflow(folder)
+            assert result.status == "completed", result.error
+        else:
+            assert folder_to_flow(folder)() == {"locked": "ok"}
         flush_artifacts(30)  # its reports, logs and events reach this server while it is up
         _drain_prefect_workers()
-    assert result.status == "completed", result.error
     backed_off = [r for r in caplog.records if PREFECT_BACKOFF in r.getMessage()]
     if quick:
         assert [w.retried for w in wrappers] == [3] and backed_off == []
