@@ -148,17 +148,23 @@ def test_the_python_api_starts_the_server_the_same_way(
 
 
 def test_a_server_that_does_not_start_is_a_coded_error(tmp_path: Path) -> None:
-    env = user_env(tmp_path / "home")
-    env["PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"] = "1"  # the user's own choice
-    done = folpipe(env, "run", str(EXAMPLE), "--json")
-    assert done.returncode == 1
-    error = json.loads(done.stdout)["error"]
+    """With ``--json`` and without, side by side (a home each: their waits overlap)."""
+    runs = {}
+    for mode, extra in (("json", ["--json"]), ("plain", [])):
+        env = user_env(tmp_path / f"home-{mode}")
+        env["PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"] = "1"  # the user's own choice
+        runs[mode] = subprocess.Popen(
+            [FOLPIPE, "run", str(EXAMPLE), *extra], env=env, text=True,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        )  # fmt: skip
+    (out, _), (_, err) = (runs[mode].communicate(timeout=300) for mode in ("json", "plain"))
+    assert runs["json"].returncode == 1
+    error = json.loads(out)["error"]
     assert error["code"] == "FP523"
     assert "did not answer within 1 s" in error["message"]
     assert "PREFECT_API_URL" in error["hint"]
-    plain = folpipe(env, "run", str(EXAMPLE))
-    assert plain.returncode == 1
-    assert "error FP523" in plain.stderr and "Traceback" not in plain.stderr
+    assert runs["plain"].returncode == 1
+    assert "error FP523" in err and "Traceback" not in err
 
 
 SERVER_ENV = """
