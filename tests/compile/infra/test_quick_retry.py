@@ -6,9 +6,9 @@ after Prefect's 2 s backoff; a remote server's 503 keeps Prefect's backoff.
 * which clients get it: loopback and ``localhost`` without a proxy, never a remote host;
 * Prefect's own client, in the context a top-level run enters, against a local HTTP server
   that refuses three times: answered without a single retry of Prefect's;
-* a run on a ``prefect server start`` on SQLite whose flow run is refused three times:
-  asked again, and Prefect's client never backs off (with the quick retries taken away, it
-  does).
+* a run on the session's ``prefect server start`` whose flow run is refused three times, as
+  a busy SQLite server refuses it: asked again, and Prefect's client never backs off (with
+  the quick retries taken away, it does).
 """
 
 from __future__ import annotations
@@ -198,8 +198,8 @@ class _LockedOnce(httpx.AsyncBaseTransport):
     [("run_workflow", True), ("folder_to_flow", True), ("run_workflow", False)],
     ids=["quick-retries", "folder-to-flow", "prefect-alone"],
 )
-def test_a_run_on_a_busy_sqlite_server_does_not_wait_on_prefects_backoff(
-    prefect_sqlite_server: Any,
+def test_a_run_on_a_busy_server_does_not_wait_on_prefects_backoff(
+    prefect_harness: str,
     make_workflow: Any,
     caplog: pytest.LogCaptureFixture,
     monkeypatch: pytest.MonkeyPatch,
@@ -211,8 +211,6 @@ def test_a_run_on_a_busy_sqlite_server_does_not_wait_on_prefects_backoff(
     and Prefect's client never backs off, whether the run is ``run_workflow``'s or the flow
     of ``folder_to_flow`` called; with the quick retries taken away, one refusal makes it
     back off (what this guards against). The run completes either way."""
-    from prefect.settings import PREFECT_API_URL, temporary_settings
-
     from prefect_folpipe.compile import flush_artifacts, folder_to_flow, run_workflow
 
     wrappers: list[QuickRetryTransport] = []
@@ -226,14 +224,13 @@ def test_a_run_on_a_busy_sqlite_server_does_not_wait_on_prefects_backoff(
     monkeypatch.setattr(_quick_retry, "wrap_local_transport", wrap)
     caplog.set_level(logging.DEBUG, logger="prefect.client")
     folder = make_workflow({"task.yaml": {"name": "locked"}, "instructions.md": "Answer."})
-    with temporary_settings(updates={PREFECT_API_URL: prefect_sqlite_server.url}):
-        if entry == "run_workflow":
-            result = run_workflow(folder)
-            assert result.status == "completed", result.error
-        else:
-            assert folder_to_flow(folder)() == {"locked": "ok"}
-        flush_artifacts(30)  # its reports, logs and events reach this server while it is up
-        _drain_prefect_workers()
+    if entry == "run_workflow":
+        result = run_workflow(folder)
+        assert result.status == "completed", result.error
+    else:
+        assert folder_to_flow(folder)() == {"locked": "ok"}
+    flush_artifacts(30)  # its reports, logs and events reach the server before the next test
+    _drain_prefect_workers()
     backed_off = [r for r in caplog.records if PREFECT_BACKOFF in r.getMessage()]
     if quick:
         assert [w.retried for w in wrappers] == [3] and backed_off == []
