@@ -137,9 +137,9 @@ def test_sigkill_in_call_12_repeats_one_paid_call(tmp_path: Path, cli_env, http)
     assert len(wire.requests) == 25
 
 
-# How long a scripted call stays in flight to be killed in: 30 times the kill's poll interval, and
+# How long a scripted call stays in flight to be killed in: 20 times the kill's poll interval, and
 # paid again by the resumed (and the reference) run, so no longer than that.
-IN_FLIGHT_S = 1.5
+IN_FLIGHT_S = 1.0
 SCRIPTED = "name: killed\nproviders: {default: scripted, scripted: {replies: replies.yaml}}\n"
 
 
