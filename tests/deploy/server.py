@@ -157,10 +157,14 @@ def migrate_sqlite(target: Path) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     home = Path(tempfile.mkdtemp(prefix="folpipe-migrate-home-"))
     env = _server_env(home, f"sqlite+aiosqlite:///{target}")
-    done = subprocess.run(
-        [PREFECT, "server", "database", "upgrade", "-y"],
-        env=env, capture_output=True, text=True, timeout=STARTUP_TIMEOUT_S, check=False,
-    )  # fmt: skip
+    try:
+        done = subprocess.run(
+            [PREFECT, "server", "database", "upgrade", "-y"], env=env, text=True,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=STARTUP_TIMEOUT_S,
+            check=False,
+        )  # fmt: skip
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
     if done.returncode != 0 or not target.is_file():
         raise RuntimeError(f"prefect server database upgrade failed:\n{done.stdout[-3000:]}")
     return target
