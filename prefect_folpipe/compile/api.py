@@ -271,8 +271,8 @@ async def arun_workflow(
     flow = make_flow(workflow, options, sink, plan)
     guard_temporary_server()
     try:
-        async with quick_retry_client():  # a local server's "database is locked": ms, not 2 s
-            state = await flow(context=dict(context or {}), return_state=True)
+        # a top-level call: quick retries toward a local server (WorkflowFlow.__call__)
+        state = await flow(context=dict(context or {}), return_state=True)
     except Exception as exc:  # the Prefect API failed: a coded error, not a traceback
         failure = infrastructure_error(exc)
         if failure is None:
