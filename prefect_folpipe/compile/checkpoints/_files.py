@@ -140,7 +140,7 @@ class CheckpointStorage(LocalFileSystem):
         """``path`` under the folder, symlinks resolved; refused outside it (as Prefect's
         ``LocalFileSystem``, with the folder resolved once rather than at every read)."""
         base = _resolved_folder(self.basepath or ".")
-        if path is None:
+        if not path:  # the folder itself (Prefect asks for it with every record it writes)
             return Path(base)
         if _plain_file(base, path):  # a record's own name: no symlink to follow
             return Path(base, path)

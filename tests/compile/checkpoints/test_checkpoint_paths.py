@@ -24,6 +24,8 @@ def test_records_resolve_inside_the_folder(storage: CheckpointStorage, tmp_path:
     assert storage._resolve_path("abc") == base / "abc"
     assert storage._resolve_path("a/./b/../c") == base / "a" / "c"
     assert storage._resolve_path(str(base / "x")) == base / "x"
+    # the folder itself, as Prefect asks for it with every record it writes: resolved once
+    assert storage._resolve_path("") == base == Path(os.path.realpath(base))
     storage.write_path("k1", b'{"x": 1}')
     written = json.loads((base / "k1").read_bytes())  # signed with the store key
     assert written["x"] == 1 and written["folpipe_mac"].startswith("hmac-sha256:")
