@@ -124,11 +124,12 @@ def migrated_sqlite(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return target
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def prefect_sqlite_server(worker_server: Any, migrated_sqlite: Path) -> Iterator[Any]:
     """A ``prefect server start`` on SQLite, Prefect's default database: the session's server
-    when it is on SQLite, else one of its own (started on first use, on a copy of
-    ``migrated_sqlite``)."""
+    when it is on SQLite, else one of its own, on a copy of ``migrated_sqlite``, for the test
+    module that asks for it (an idle server's service loops cost CPU the rest of the suite
+    could use)."""
     from deploy.server import start_server
 
     if worker_server.database_url.startswith("sqlite"):
