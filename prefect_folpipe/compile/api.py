@@ -22,7 +22,7 @@ from ..workflow.config import TaskConfig
 from ..workflow.tree import Workflow
 from .build import check_run_sdks, preflight, run_root
 from .checkpoints import flow_result_storage
-from .infra import ensure_api, guard_temporary_server, infrastructure_error, quick_retry_client
+from .infra import ensure_api, guard_temporary_server, infrastructure_error, run_clients
 from .leaf import ProcessLocal
 from .options import RunOptions
 from .report import RunResult, RunTracker, reported_tasks
@@ -51,7 +51,7 @@ class WorkflowFlow(Flow[..., Any]):
             ensure_api()
         result = super().__call__(*args, **kwargs)
         if asyncio.iscoroutine(result) and top_level:
-            result = _with_quick_retries(result)
+            result = _with_run_clients(result)
         if asyncio.iscoroutine(result) and not _loop_running():
             return run_coro_as_sync(result)
         return result
@@ -97,10 +97,10 @@ def _json_copy(value: Any) -> Any:
     raise _NotPlain
 
 
-async def _with_quick_retries(run: Any) -> Any:
-    """``run`` (a top-level flow run's coroutine) with the client a ``run_workflow`` gets:
-    quick retries toward a local server's "database is locked"."""
-    async with quick_retry_client():
+async def _with_run_clients(run: Any) -> Any:
+    """``run`` (a top-level flow run's coroutine) with the clients a ``run_workflow`` gets
+    (``infra.run_clients``: quick retries toward a local server, no CA bundle over http)."""
+    async with run_clients():
         return await run
 
 

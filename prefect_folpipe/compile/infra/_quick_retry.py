@@ -14,10 +14,8 @@ remote server's 503 (overload, maintenance) keeps Prefect's backoff unchanged.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import ipaddress
 import logging
-from collections.abc import AsyncIterator
 from types import TracebackType
 from typing import Any
 
@@ -92,17 +90,3 @@ def wrap_local_transport(http: Any) -> QuickRetryTransport | None:
     wrapper = QuickRetryTransport(current)
     http._transport = wrapper
     return wrapper
-
-
-@contextlib.asynccontextmanager
-async def quick_retry_client() -> AsyncIterator[None]:
-    """The Prefect client a top-level run uses (the engine takes the one in context), with
-    quick retries toward a local server. Inside an existing client context: that one."""
-    from prefect.context import AsyncClientContext
-
-    if AsyncClientContext.get() is not None:
-        yield
-        return
-    async with AsyncClientContext() as context:
-        wrap_local_transport(context.client._client)
-        yield

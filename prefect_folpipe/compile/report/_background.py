@@ -27,6 +27,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ..._process.wording import plural
+from ..plainhttp import plain_http_settings
 
 LOG = logging.getLogger("prefect_folpipe.compile")
 WORKERS = 4
@@ -165,7 +166,7 @@ class BackgroundWriter:
         api = context.run(PREFECT_API_URL.value)
         client = self._clients.get(api)
         if client is None:
-            client = context.run(get_client)
+            client = context.run(get_client, httpx_settings=plain_http_settings(api))
             self._clients[api] = await client.__aenter__()
         return client
 

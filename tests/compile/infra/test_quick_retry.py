@@ -24,11 +24,10 @@ import httpx
 import pytest
 from conftest import _drain_prefect_workers
 
-from prefect_folpipe.compile.infra import _quick_retry
+from prefect_folpipe.compile.infra import _quick_retry, run_clients
 from prefect_folpipe.compile.infra._quick_retry import (
     QuickRetryTransport,
     is_local,
-    quick_retry_client,
     wrap_local_transport,
 )
 
@@ -160,7 +159,7 @@ async def test_prefects_client_in_a_runs_context_does_not_back_off(
 
     caplog.set_level(logging.DEBUG, logger="prefect.client")
     with temporary_settings(updates={PREFECT_API_URL: locked_api}):
-        async with quick_retry_client():
+        async with run_clients():
             client = AsyncClientContext.get().client  # type: ignore[union-attr]
             assert await client.api_healthcheck() is None
     assert _LockedApi.refusals == 3
@@ -173,7 +172,7 @@ async def test_inside_someone_elses_client_context_nothing_changes(locked_api: s
 
     with temporary_settings(updates={PREFECT_API_URL: locked_api}):
         async with AsyncClientContext() as theirs:
-            async with quick_retry_client():
+            async with run_clients():
                 assert AsyncClientContext.get() is theirs
             assert not isinstance(theirs.client._client._transport, QuickRetryTransport)
 
