@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from drain import drain_prefect_workers
 from tiers import (  # noqa: F401  (the suite's tiers and file order: hooks, see tiers.py)
     pytest_collection_modifyitems,
     pytest_configure,
@@ -181,18 +182,8 @@ def prefect_harness(worker_server: Any) -> Iterator[str]:
             from prefect_folpipe.compile import flush_artifacts
 
             flush_artifacts(60)  # the server stops after the harness: write what is queued
-            _drain_prefect_workers()
+            drain_prefect_workers()
             os.environ.pop("PREFECT_API_URL", None)
-
-
-def _drain_prefect_workers() -> None:
-    """Send the logs and events Prefect still holds while the server is up: otherwise its log
-    worker keeps retrying a stopped server, and the process hangs at exit for a minute."""
-    from prefect.events.worker import EventsWorker
-    from prefect.logging.handlers import APILogWorker
-
-    APILogWorker.drain_all(timeout=30)
-    EventsWorker.drain_all(timeout=30)
 
 
 @pytest.fixture

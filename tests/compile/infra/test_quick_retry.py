@@ -22,7 +22,7 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import _drain_prefect_workers
+from drain import drain_prefect_workers
 
 from prefect_folpipe.compile.infra import _quick_retry, run_clients
 from prefect_folpipe.compile.infra._quick_retry import (
@@ -229,7 +229,7 @@ def test_a_run_on_a_busy_server_does_not_wait_on_prefects_backoff(
     else:
         assert folder_to_flow(folder)() == {"locked": "ok"}
     flush_artifacts(30)  # its reports, logs and events reach the server before the next test
-    _drain_prefect_workers()
+    drain_prefect_workers()
     backed_off = [r for r in caplog.records if PREFECT_BACKOFF in r.getMessage()]
     if quick:
         assert [w.retried for w in wrappers] == [3] and backed_off == []

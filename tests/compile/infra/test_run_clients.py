@@ -19,7 +19,7 @@ import traceback
 from typing import Any
 
 import pytest
-from conftest import _drain_prefect_workers
+from drain import drain_prefect_workers
 
 from prefect_folpipe.compile.infra import run_clients
 from prefect_folpipe.compile.plainhttp import plain_http_settings
@@ -110,5 +110,5 @@ def test_a_run_and_its_reports_load_no_bundle(
     result = run_workflow(folder)
     assert result.status == "completed", result.error
     assert flush_artifacts(30)
-    _drain_prefect_workers()
+    drain_prefect_workers()
     assert bundles_loaded == [], bundles_loaded[0]
