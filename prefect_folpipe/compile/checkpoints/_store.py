@@ -4,14 +4,16 @@ live there, next to the checkpoints (Prefect-free; a storage block is only calle
 The result storage is a ``Path`` (the default ``<workflow>/.folpipe/results``) or any Prefect
 result-storage block (``WritableFileSystem``: ``read_path`` / ``write_path``, sync or async).
 Files are written whole and moved into place, so a process killed mid-write leaves the old
-entry or none, never half of one; like the checkpoints, they are 0600 in 0700 folders. Every
+entry or none, never half of one; like the checkpoints, they are 0600 in 0700 folders, and
+like them read and written in place, on the event loop: a hop to a worker thread for each
+(two per model call) cost more than the small file's I/O, and the hops of a parallel group
+queued behind each other (a 50-leaf group 8 % slower, a 200-task chain 7-12 %). Every
 entry is signed with the store key, bound to its key (``compile.storekey``): one that fails
 the check is a miss with a warning (FP540), never used.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import inspect
 import logging
@@ -68,7 +70,7 @@ class StorageFiles:
 
     async def _read(self, key: str) -> bytes | None:
         if isinstance(self.storage, Path):
-            return await asyncio.to_thread(_read_file, self.storage / key)
+            return _read_file(self.storage / key)
         try:
             return bytes(await _call(self.storage, "read_path", key))
         except Exception as exc:  # a block raises its own "not found"
@@ -81,7 +83,7 @@ class StorageFiles:
         sealed = seal(_kind(key), key, data)
         try:
             if isinstance(self.storage, Path):
-                await asyncio.to_thread(_write_file, self.storage / key, sealed)
+                _write_file(self.storage / key, sealed)
             else:
                 await _call(self.storage, "write_path", key, sealed)
         except Exception as exc:
