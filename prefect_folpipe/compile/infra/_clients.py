@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator
+from typing import Any
 
 from ..plainhttp import plain_http_settings
 from . import _quick_retry
@@ -20,28 +21,33 @@ from . import _quick_retry
 async def run_clients() -> AsyncIterator[None]:
     """The clients a top-level run uses (see the module docstring). Inside an existing
     client context: that one, unchanged."""
-    from prefect.client.orchestration import get_client
-    from prefect.context import AsyncClientContext, SyncClientContext
-    from prefect.settings import PREFECT_API_URL
+    from prefect.context import AsyncClientContext
 
     if AsyncClientContext.get() is not None:
         yield
         return
-    settings = plain_http_settings(PREFECT_API_URL.value())
-    if settings is None:
-        async with AsyncClientContext() as context:
-            _quick_retry.wrap_local_transport(context.client._client)
-            yield
-        return
-    # built as Prefect builds them, with their own client; as contexts "of default
-    # settings", so that every get_client() of the run is handed these two
-    run = AsyncClientContext.model_construct(client=get_client(httpx_settings=settings))
-    sync = None
-    if SyncClientContext.get() is None:
-        sync = SyncClientContext.model_construct(
-            client=get_client(sync_client=True, httpx_settings=settings)
-        )
+    run, sync = _contexts()
     async with run:
         _quick_retry.wrap_local_transport(run.client._client)
         with sync or contextlib.nullcontext():
             yield
+
+
+def _contexts() -> tuple[Any, Any]:
+    """The run's async client context, and its sync one (``None``: Prefect makes its own)."""
+    from prefect.client.orchestration import get_client
+    from prefect.context import AsyncClientContext, SyncClientContext
+    from prefect.settings import PREFECT_API_URL
+
+    settings = plain_http_settings(PREFECT_API_URL.value())
+    if settings is None:
+        return AsyncClientContext(), None
+    # built as Prefect builds them, with clients of these settings, yet as contexts of the
+    # default ones: every get_client() of the run is handed these two
+    run = AsyncClientContext.model_construct(client=get_client(httpx_settings=settings))
+    if SyncClientContext.get() is not None:
+        return run, None
+    sync = SyncClientContext.model_construct(
+        client=get_client(sync_client=True, httpx_settings=settings)
+    )
+    return run, sync
