@@ -21,7 +21,7 @@ from ..workflow.tree import Task, ToolSpec, Workflow
 from . import _tools
 from ._cascade import Cascade
 from ._discover import Discovery, RawTask
-from ._hash import file_digests, task_hash
+from ._hash import FolderDigest, file_digests, folder_digest, task_hash
 from ._instructions import Snippets, system_prompt
 from ._providers import ProviderTable, check_provider_blocks, check_task_provider
 from ._yaml import Loc, SourceMap, parse_yaml
@@ -178,7 +178,7 @@ class _Builder:
         self.import_tools = import_tools
         self.content_hashes = content_hashes
         self.blobs = blobs
-        self.folder_digests: dict[tuple[str, str], Any] | None = None
+        self.folder_digests: dict[tuple[str, str], FolderDigest] | None = None
         self.known: dict[int, _OwnPart] = {}
         """Each raw task's :class:`_OwnPart` by ``id``, shared by the builds of one load."""
         self.diagnostics: list[Diagnostic] = []
@@ -205,8 +205,9 @@ class _Builder:
         self._add(
             [_tools.locate(problem, raw.config, raw.source) for problem in problems], raw.path
         )
-        hash_ = (
-            task_hash(
+        hash_, digests = "", {}
+        if self.content_hashes:
+            hash_ = task_hash(
                 raw.path,
                 raw.folder,
                 raw.entries,
@@ -216,9 +217,7 @@ class _Builder:
                 self.blobs,
                 self.folder_digests,
             )
-            if self.content_hashes
-            else ""
-        )
+            digests = folder_digest(raw.path, raw.folder, self.blobs, self.folder_digests)[1]
         task = Task(
             name=raw.name,
             path=raw.path,
@@ -236,6 +235,7 @@ class _Builder:
             provider=provider,
             hooks=_tools.hooks(raw.folder, raw.entries, raw.config),
             content_hash=hash_,
+            file_digests=digests,
             source_file=raw.source_file,
             rel_dir=raw.rel_dir,
         )

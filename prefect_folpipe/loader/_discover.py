@@ -24,6 +24,7 @@ from ..errors import Diagnostic, Severity
 from ..workflow.config import TaskConfig
 from ..workflow.tree import DEFAULT_PRIORITY
 from ._files import INSTRUCTIONS, PREFIX, SKILL, TASK_YAML, FolderFiles
+from ._hash import FolderDigest
 from ._ordering import order_children
 from ._yaml import SourceMap
 
@@ -64,7 +65,7 @@ class Discovery:
         self.root = root
         self.diagnostics: list[Diagnostic] = []
         self.files = FolderFiles(self.diagnostics)
-        self.folder_digests: dict[tuple[str, str], Any] = {}
+        self.folder_digests: dict[tuple[str, str], FolderDigest] = {}
         """Task folders' content hashes, shared by the builds over this discovery."""
         self.root_cascade: Any = None
         """The builds' root ``Cascade`` (its merges are kept: the second build reuses them)."""

@@ -38,6 +38,8 @@ ROOT_ONLY_SKIPPED = frozenset({"shared"})
 """Folders skipped in the workflow root's folder only."""
 LARGE_FILE = 64 * 1024 * 1024
 """Files above this size are hashed by size and modification time, not content."""
+FolderDigest = tuple[Any, dict[str, str]]
+"""The hash state after a task's path and every file of its folder, and each file's digest."""
 
 
 def task_hash(
@@ -48,18 +50,12 @@ def task_hash(
     tools: Iterable[ToolSpec],
     provider: ResolvedProvider | None,
     blobs: Mapping[str, bytes] | None = None,
-    folders: dict[tuple[str, str], Any] | None = None,
+    folders: dict[tuple[str, str], FolderDigest] | None = None,
 ) -> str:
     """sha256 of everything that decides what this task does (see the module docstring).
     ``folders``: the digests of task folders hashed before in this load, by (path, folder)
     (a run's load builds the tree twice over the same bytes: before and after importing)."""
-    key = (path, str(folder))
-    files = folders.get(key) if folders is not None else None
-    if files is None:
-        files = _folder_digest(path, folder, blobs or {})
-        if folders is not None:
-            folders[key] = files
-    digest = files.copy()
+    digest = folder_digest(path, folder, blobs, folders)[0].copy()
     blobs = blobs or {}
     for snippet in sorted(set(snippets)):
         _add_file(digest, f"snippet:{snippet.name}", str(snippet), blobs)
@@ -70,30 +66,46 @@ def task_hash(
     return digest.hexdigest()
 
 
-def _folder_digest(path: str, folder: Path, blobs: Mapping[str, bytes]) -> Any:
-    """The hash state after the task's path and every file of its folder."""
-    digest = hashlib.sha256()
+def folder_digest(
+    path: str,
+    folder: Path,
+    blobs: Mapping[str, bytes] | None = None,
+    folders: dict[tuple[str, str], FolderDigest] | None = None,
+) -> FolderDigest:
+    """The task's folder hashed from one read of each file: the hash state its ``task_hash``
+    goes on from, and :func:`file_digests` of the same bytes. ``folders`` remembers it by
+    (path, folder) for the rest of one load."""
+    key = (path, str(folder))
+    known = folders.get(key) if folders is not None else None
+    if known is None:
+        known = _folder_digest(path, folder, blobs or {}, root=not path)
+        if folders is not None:
+            folders[key] = known
+    return known
+
+
+def _folder_digest(
+    path: str, folder: Path, blobs: Mapping[str, bytes], *, root: bool
+) -> FolderDigest:
+    digest, files = hashlib.sha256(), {}
     digest.update(f"path\0{path}\0".encode())
-    skipped = SKIPPED_DIRS | ROOT_ONLY_SKIPPED if not path else SKIPPED_DIRS
+    skipped = SKIPPED_DIRS | ROOT_ONLY_SKIPPED if root else SKIPPED_DIRS
     for rel, link, file in _tree(str(folder), "", skipped):
         if link:  # a directory symlink: its target, not its content
             digest.update(f"link\0{rel}\0{file}\0".encode())
+            files[rel] = f"link:{file}"
         else:
-            _add_file(digest, rel, file, blobs)
-    return digest
+            data = _add_file(digest, rel, file, blobs)
+            files[rel] = hashlib.sha256(data).hexdigest()
+    return digest, files
 
 
 def file_digests(folder: Path, *, root: bool = False) -> dict[str, str]:
     """sha256 of each of the task's own files that its hash covers, by relative path (what
-    ``folpipe plan`` compares to say which file changed); a directory symlink by its target."""
-    out = {}
-    skipped = SKIPPED_DIRS | ROOT_ONLY_SKIPPED if root else SKIPPED_DIRS
-    for rel, link, file in _tree(str(folder), "", skipped):
-        if link:
-            out[rel] = f"link:{file}"
-            continue
-        out[rel] = hashlib.sha256(_read(file)).hexdigest()
-    return out
+    ``folpipe plan`` compares to say which file changed); a directory symlink by its target.
+    Read now: a loaded task carries those of the bytes its hash covered
+    (``Task.file_digests``)."""
+    return _folder_digest("", folder, {}, root=root)[1]
 
 
 def provider_blob(provider: ResolvedProvider) -> bytes:
@@ -137,12 +149,14 @@ def _tree(folder: str, rel: str, skipped: frozenset[str]) -> Iterator[tuple[str,
             continue
 
 
-def _add_file(digest: hashlib._Hash, rel: str, file: str, blobs: Mapping[str, bytes]) -> None:
+def _add_file(digest: hashlib._Hash, rel: str, file: str, blobs: Mapping[str, bytes]) -> bytes:
+    """Hash one file into ``digest``; returns the bytes hashed."""
     data = blobs.get(file)
     if data is None:
         data = _read(file)
     digest.update(f"file\0{rel}\0{len(data)}\0".encode())
     digest.update(data)
+    return data
 
 
 def _read(file: str) -> bytes:

@@ -58,7 +58,7 @@ def key_parts(task: Task, context: Mapping[str, Any], *, phase: str, salt: str) 
     provider = task.provider.config.model_dump(mode="json") if task.provider else None
     return {
         "version": CACHE_VERSION,
-        "files": file_digests(task.folder),
+        "files": task.file_digests or file_digests(task.folder, root=not task.path),
         "instructions": _digest(task.system_prompt or task.instructions or ""),
         "config": _digest(config_json(task.config)),
         "tools": {tool.name: tool.content_hash or tool.name for tool in task.tools},

@@ -152,6 +152,9 @@ class Task:
     """``pre_run`` / ``post_run`` -> hook file (.py or .sh), else task.yaml's http hook."""
     content_hash: str = ""
     """sha256 over the task's own files + resolved tools + provider settings (cache keys)."""
+    file_digests: Mapping[str, str] = field(default_factory=dict)
+    """sha256 of each own file that ``content_hash`` covered, by relative path, from the
+    same read (empty when the load made no hashes)."""
     source_file: Path | None = None
     """task.yaml or SKILL.md holding the config (for diagnostics)."""
     rel_dir: str = ""
