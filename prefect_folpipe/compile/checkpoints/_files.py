@@ -273,12 +273,12 @@ def _checked(path: str, content: bytes) -> bytes:
 def write_whole(target: Path, content: bytes) -> None:
     """Write ``content`` to ``target`` (0600, its folder 0700) through a temporary file and a
     rename: a failed write leaves the old file or none, never an empty or partial one."""
-    target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if not target.parent.is_dir():  # one stat when it exists, not a refused mkdir and a stat
+        target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     descriptor, temporary = tempfile.mkstemp(dir=target.parent, prefix=".tmp-", suffix=".part")
-    try:
+    try:  # mkstemp creates the file 0600 already
         with os.fdopen(descriptor, "wb") as handle:
             handle.write(content)
-        os.chmod(temporary, 0o600)
         os.replace(temporary, target)
     except BaseException:
         with contextlib.suppress(OSError):

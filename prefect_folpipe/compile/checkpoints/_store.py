@@ -32,8 +32,6 @@ from ._events import forged, unsaved
 LOG = logging.getLogger("prefect_folpipe.compile")
 
 
-FILE_MODE = 0o600
-"""Journal entries and answers hold model output: owner-only, like the checkpoints."""
 FOLDER_MODE = 0o700
 
 
@@ -137,10 +135,9 @@ def _private_folders(folder: Path) -> None:
 def _write_file(path: Path, data: bytes) -> None:
     _private_folders(path.parent)
     handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".part")
-    try:
+    try:  # mkstemp creates it 0600: journal entries hold model output, owner-only
         with os.fdopen(handle, "wb") as stream:
             stream.write(data)
-        os.chmod(tmp, FILE_MODE)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):

@@ -32,6 +32,17 @@ def test_records_resolve_inside_the_folder(storage: CheckpointStorage, tmp_path:
     assert (base / "k1").stat().st_mode & 0o777 == 0o600
 
 
+def test_a_record_is_owner_only_under_a_permissive_umask(
+    storage: CheckpointStorage, tmp_path: Path
+) -> None:
+    previous = os.umask(0)
+    try:
+        storage.write_path("deep/k2", b'{"x": 2}')
+    finally:
+        os.umask(previous)
+    assert (tmp_path / "results" / "deep" / "k2").stat().st_mode & 0o777 == 0o600
+
+
 @pytest.mark.parametrize(
     "path", ["../outside", "/etc/passwd", "a/../../outside", "escape/passwd", "escape", "~/x"]
 )
