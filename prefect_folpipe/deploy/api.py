@@ -26,6 +26,7 @@ from prefect.runner.storage import LocalStorage
 from ..errors import ConfigError
 from ..workflow.config import Schedule
 from ..workflow.tree import Workflow
+from ._client import api_client
 from .automations import register_approval_automations
 from .options import DeployRequest, resolve_pool
 from .project import (
@@ -105,12 +106,11 @@ def api_url() -> str:
 async def work_pool_type(name: str) -> str:
     """The type of work pool ``name`` (FP613 unknown pool, FP616 API unreachable)."""
     import httpx
-    from prefect.client.orchestration import get_client
     from prefect.exceptions import ObjectNotFound
 
     url = api_url()
     try:
-        async with get_client() as client:
+        async with api_client() as client:
             pool = await client.read_work_pool(name)
     except ObjectNotFound:
         raise ConfigError(

@@ -17,6 +17,7 @@ from uuid import UUID
 from ..errors import ConfigError
 from ..workflow.approval import FieldType, coerce
 from ..workflow.tree import Workflow
+from ._client import api_client
 
 LABEL = re.compile(r"^\*\*Approval for `(?P<label>[^`]*)`\*\*\s*(?P<prompt>.*)$", re.DOTALL)
 DEADLINE = re.compile(r"\s*_Without an answer by (?P<when>\S+), the run continues with .*_\s*$")
@@ -52,13 +53,12 @@ class WaitingGate:
 
 async def waiting_gates(workflow: Workflow, *, limit: int = 50) -> list[WaitingGate]:
     """The gates waiting in the workflow's recent top-level runs (newest first)."""
-    from prefect.client.orchestration import get_client
 
     from ..compile.infra import ensure_api
     from .status import top_level_runs
 
     ensure_api()
-    async with get_client() as client:
+    async with api_client() as client:
         runs = await top_level_runs(client, workflow, limit)
         found = []
         for run in runs:
@@ -119,13 +119,12 @@ def _plain(kind: FieldType) -> Any:
 async def answer_gate(run: str, target: str | None, values: dict[str, str]) -> WaitingGate:
     """Answer the gate waiting in ``run`` (a flow run id or name), typed like ``--approve``;
     the run is resumed through the API."""
-    from prefect.client.orchestration import get_client
     from prefect.flow_runs import aresume_flow_run
 
     from ..compile.infra import ensure_api
 
     ensure_api()
-    async with get_client() as client:
+    async with api_client() as client:
         gate = await _gate_of(client, await _read_run(client, run)) if run else None
     if gate is None or (target and target not in (gate.target, gate.target.split(" ")[0])):
         raise ConfigError(

@@ -36,6 +36,7 @@ from ..errors import ConfigError
 from ..workflow.approval import notify_names, parse_duration
 from ..workflow.toolapproval import parse_tool_approval
 from ..workflow.tree import Workflow
+from ._client import api_client
 
 SUBJECT = "Approval waiting: {{ event.payload.workflow }} · {{ event.payload.target }}"
 BODY = "{{ event.payload.message }}"
@@ -147,10 +148,9 @@ async def register_approval_automations(
 ) -> list[str]:
     """Create (or replace) the deployment's approval automations; their names. FP410 when a
     ``notify`` block does not exist or the server refuses them."""
-    from prefect.client.orchestration import get_client
 
     timeouts, blocks = gate_settings(workflow)
-    async with get_client() as client:
+    async with api_client() as client:
         wanted = []
         if timeouts:
             wanted.append(deadline_automation(full_name, deployment_id, timeouts))

@@ -14,18 +14,18 @@ from typing import Any
 from uuid import UUID
 
 from ..errors import ConfigError
+from ._client import api_client
 
 
 async def rerun_through_api(flow_run_id: str, names: Sequence[str]) -> dict[str, Any]:
     """Create the re-run; FP451 when the API does not know the run or it has no deployment."""
-    from prefect.client.orchestration import get_client
     from prefect.exceptions import ObjectNotFound
 
     try:
         run_id = UUID(flow_run_id)
     except ValueError:
         raise _unknown(flow_run_id) from None
-    async with get_client() as client:
+    async with api_client() as client:
         try:
             original = await client.read_flow_run(run_id)
         except ObjectNotFound:

@@ -17,6 +17,7 @@ from uuid import UUID
 
 from ..errors import ConfigError
 from ..workflow.tree import Workflow
+from ._client import api_client
 from .status import top_level_runs
 
 RESUMABLE = ("FAILED", "CRASHED")
@@ -59,12 +60,11 @@ async def latest_failed_run(workflow: Workflow) -> Resumable | None:
     """The folder's most recent failed or crashed run known to the API, if any (a run whose
     process was killed is first marked ``Crashed``, so a killed deployment run is retried
     through the API rather than run again here)."""
-    from prefect.client.orchestration import get_client
 
     from ..compile.infra import settle_crashed_runs
 
     await settle_crashed_runs(workflow.root_dir)
-    async with get_client() as client:
+    async with api_client() as client:
         for run in await top_level_runs(client, workflow, LOOKBACK):
             if run.state is not None and run.state.type.value in RESUMABLE:
                 return _resumable(run)
@@ -73,12 +73,11 @@ async def latest_failed_run(workflow: Workflow) -> Resumable | None:
 
 async def read_run(flow_run_id: str) -> Resumable:
     """The flow run ``--flow-run ID`` names (FP451 when the API does not know it)."""
-    from prefect.client.orchestration import get_client
     from prefect.exceptions import ObjectNotFound
 
     try:
         run_id = UUID(flow_run_id)
-        async with get_client() as client:
+        async with api_client() as client:
             return _resumable(await client.read_flow_run(run_id))
     except (ValueError, ObjectNotFound):
         raise ConfigError(
@@ -91,11 +90,10 @@ async def read_run(flow_run_id: str) -> Resumable:
 async def retry_through_api(run: Resumable) -> dict[str, Any]:
     """Put the deployment's run back to Scheduled (``AwaitingRetry``): its work pool runs it
     again, same flow run. FP451 when its state cannot be retried."""
-    from prefect.client.orchestration import get_client
     from prefect.client.schemas.responses import SetStateStatus
     from prefect.states import AwaitingRetry
 
-    async with get_client() as client:
+    async with api_client() as client:
         current = await client.read_flow_run(UUID(run.flow_run_id))
         kind = current.state.type.value if current.state else "UNKNOWN"
         if kind not in RESUMABLE:
@@ -126,10 +124,9 @@ async def retry_through_api(run: Resumable) -> dict[str, Any]:
 
 async def wait_until_final(flow_run_id: str, timeout: float) -> Any:
     """The run's state once it is final (or the last one seen when ``timeout`` passes)."""
-    from prefect.client.orchestration import get_client
 
     deadline = time.monotonic() + timeout
-    async with get_client() as client:
+    async with api_client() as client:
         while True:
             run = await client.read_flow_run(UUID(flow_run_id))
             final = run.state is not None and run.state.is_final()

@@ -18,6 +18,7 @@ from typing import Any
 from ..errors import ConfigError
 from ..workflow.config import Schedule
 from ..workflow.tree import Workflow
+from ._client import api_client
 from .api import prefect_schedules
 from .project import ENTRYPOINT, default_deployment_name, ensure_flow_file, workflow_tags
 
@@ -66,11 +67,10 @@ async def check_not_a_pool_deployment(flow_name: str, name: str) -> None:
     """FP624 when ``<flow_name>/<name>`` is a work pool's deployment: serving it would take
     its runs from the pool's workers and leave it paused."""
     import httpx
-    from prefect.client.orchestration import get_client
     from prefect.exceptions import ObjectNotFound
 
     try:
-        async with get_client() as client:
+        async with api_client() as client:
             existing = await client.read_deployment_by_name(f"{flow_name}/{name}")
     except ObjectNotFound:
         return

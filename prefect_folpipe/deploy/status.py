@@ -27,6 +27,7 @@ from uuid import UUID
 from ..compile.report import TaskCounts, count_tasks
 from ..workflow.names import GENERIC_FLOW_NAME
 from ..workflow.tree import Task, Workflow
+from ._client import api_client
 from .taskruns import latest_attempts, task_statuses
 
 __all__ = ["RunSummary", "latest_attempts", "recent_runs", "summarise", "top_level_runs"]
@@ -276,12 +277,11 @@ def summarise(
 
 async def recent_runs(workflow: Workflow, *, limit: int = 10) -> list[RunSummary]:
     """The workflow's most recent runs (newest first) with task counts and cost."""
-    from prefect.client.orchestration import get_client
 
     from ..compile.infra import ensure_api
 
     ensure_api()  # the local history needs a temporary server: one line, a generous timeout
-    async with get_client() as client:
+    async with api_client() as client:
         runs = await top_level_runs(client, workflow, limit)
         names = await _flow_names(client, {run.flow_id for run in runs})
         root_of, placeholders = await _descendant_runs(client, [run.id for run in runs])

@@ -13,6 +13,7 @@ API keeps Prefect's own TLS context.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import ssl
 import traceback
@@ -110,5 +111,40 @@ def test_a_run_and_its_reports_load_no_bundle(
     result = run_workflow(folder)
     assert result.status == "completed", result.error
     assert flush_artifacts(30)
+    drain_prefect_workers()
+    assert bundles_loaded == [], bundles_loaded[0]
+
+
+@pytest.mark.parametrize(
+    ("url", "bundles"), [("http://127.0.0.1:9/api", 0), ("https://x.invalid/api", 1)]
+)
+async def test_a_commands_client_loads_a_bundle_only_for_https(
+    bundles_loaded: list[Any], url: str, bundles: int
+) -> None:
+    """``folpipe status``, ``resume``, ``approvals``, ``deploy``: one client each, made like
+    the run's (``deploy._client.api_client``)."""
+    from prefect_folpipe.deploy._client import api_client
+
+    with _offline(url):
+        async with api_client() as client:
+            assert client.api_url is not None
+    assert len(bundles_loaded) == bundles
+
+
+@pytest.mark.slow
+def test_status_reads_the_history_without_a_bundle(
+    prefect_harness: str, make_workflow: Any, bundles_loaded: list[Any]
+) -> None:
+    from prefect_folpipe.compile import flush_artifacts, run_workflow
+    from prefect_folpipe.deploy.status import recent_runs
+    from prefect_folpipe.loader import load
+
+    folder = make_workflow({"task.yaml": {"name": "plain"}, "instructions.md": "Answer."})
+    assert run_workflow(folder).status == "completed"
+    assert flush_artifacts(30)
+    workflow = load(folder, import_tools=False).workflow
+    assert workflow is not None
+    runs = asyncio.run(recent_runs(workflow))
+    assert [run.state for run in runs] == ["Completed"]
     drain_prefect_workers()
     assert bundles_loaded == [], bundles_loaded[0]
