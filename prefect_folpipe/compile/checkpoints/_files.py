@@ -16,13 +16,11 @@ FP541 for the run's report (``compile.storeevents``).
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import json
 import logging
 import os
 import stat
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +32,7 @@ from prefect.filesystems import LocalFileSystem, WritableFileSystem
 from prefect.serializers import JSONSerializer
 from pydantic import ConfigDict
 
+from ..._process.files import replace_whole
 from ..._process.stored import MAX_BYTES, DamagedEntry, load_stored
 from ...redaction import mask
 from ..storekey import ForgedEntry, seal, verified
@@ -275,15 +274,7 @@ def write_whole(target: Path, content: bytes) -> None:
     rename: a failed write leaves the old file or none, never an empty or partial one."""
     if not target.parent.is_dir():  # one stat when it exists, not a refused mkdir and a stat
         target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    descriptor, temporary = tempfile.mkstemp(dir=target.parent, prefix=".tmp-", suffix=".part")
-    try:  # mkstemp creates the file 0600 already
-        with os.fdopen(descriptor, "wb") as handle:
-            handle.write(content)
-        os.replace(temporary, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
+    replace_whole(target, content)
 
 
 def checkpoint_storage(storage: Any) -> Any:

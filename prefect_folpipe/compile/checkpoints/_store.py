@@ -17,11 +17,10 @@ from __future__ import annotations
 import contextlib
 import inspect
 import logging
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from ..._process.files import replace_whole
 from ..._process.stored import DAMAGED, MAX_BYTES
 from ...agent.journal import Journal
 from ...workflow.tree import Task
@@ -133,16 +132,9 @@ def _private_folders(folder: Path) -> None:
 
 
 def _write_file(path: Path, data: bytes) -> None:
+    """Journal entries hold model output: owner-only, like the checkpoints."""
     _private_folders(path.parent)
-    handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".part")
-    try:  # mkstemp creates it 0600: journal entries hold model output, owner-only
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    replace_whole(path, data)
 
 
 def journal_for(
