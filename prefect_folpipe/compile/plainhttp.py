@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import functools
 import ssl
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from prefect.client.orchestration import PrefectClient
 
 
 def plain_http_settings(api_url: str | None) -> dict[str, Any] | None:
@@ -19,6 +22,15 @@ def plain_http_settings(api_url: str | None) -> dict[str, Any] | None:
     if not api_url or not api_url.strip().lower().startswith("http://"):
         return None
     return {"verify": _trusts_nothing()}
+
+
+def api_client() -> PrefectClient:
+    """A Prefect client of the API the current settings name (read now: a temporary server
+    started meanwhile counts), with :func:`plain_http_settings`; for ``async with``."""
+    from prefect.client.orchestration import get_client
+    from prefect.settings import PREFECT_API_URL
+
+    return get_client(httpx_settings=plain_http_settings(PREFECT_API_URL.value()))
 
 
 @functools.cache

@@ -23,10 +23,10 @@ from uuid import UUID
 
 from prefect.runner.storage import LocalStorage
 
+from ..compile.plainhttp import api_client
 from ..errors import ConfigError
 from ..workflow.config import Schedule
 from ..workflow.tree import Workflow
-from ._client import api_client
 from .automations import register_approval_automations
 from .options import DeployRequest, resolve_pool
 from .project import (

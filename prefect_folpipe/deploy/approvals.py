@@ -14,10 +14,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 from uuid import UUID
 
+from ..compile.plainhttp import api_client
 from ..errors import ConfigError
 from ..workflow.approval import FieldType, coerce
 from ..workflow.tree import Workflow
-from ._client import api_client
 
 LABEL = re.compile(r"^\*\*Approval for `(?P<label>[^`]*)`\*\*\s*(?P<prompt>.*)$", re.DOTALL)
 DEADLINE = re.compile(r"\s*_Without an answer by (?P<when>\S+), the run continues with .*_\s*$")

@@ -32,11 +32,11 @@ from ..compile.approvals import (
     deadline_event,
     deadline_window,
 )
+from ..compile.plainhttp import api_client
 from ..errors import ConfigError
 from ..workflow.approval import notify_names, parse_duration
 from ..workflow.toolapproval import parse_tool_approval
 from ..workflow.tree import Workflow
-from ._client import api_client
 
 SUBJECT = "Approval waiting: {{ event.payload.workflow }} · {{ event.payload.target }}"
 BODY = "{{ event.payload.message }}"

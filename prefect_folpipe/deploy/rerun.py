@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from typing import Any
 from uuid import UUID
 
+from ..compile.plainhttp import api_client
 from ..errors import ConfigError
-from ._client import api_client
 
 
 async def rerun_through_api(flow_run_id: str, names: Sequence[str]) -> dict[str, Any]:

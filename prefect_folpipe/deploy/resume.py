@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
+from ..compile.plainhttp import api_client
 from ..errors import ConfigError
 from ..workflow.tree import Workflow
-from ._client import api_client
 from .status import top_level_runs
 
 RESUMABLE = ("FAILED", "CRASHED")

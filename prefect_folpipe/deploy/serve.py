@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..compile.plainhttp import api_client
 from ..errors import ConfigError
 from ..workflow.config import Schedule
 from ..workflow.tree import Workflow
-from ._client import api_client
 from .api import prefect_schedules
 from .project import ENTRYPOINT, default_deployment_name, ensure_flow_file, workflow_tags
 

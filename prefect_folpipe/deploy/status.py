@@ -24,10 +24,10 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID
 
+from ..compile.plainhttp import api_client
 from ..compile.report import TaskCounts, count_tasks
 from ..workflow.names import GENERIC_FLOW_NAME
 from ..workflow.tree import Task, Workflow
-from ._client import api_client
 from .taskruns import latest_attempts, task_statuses
 
 __all__ = ["RunSummary", "latest_attempts", "recent_runs", "summarise", "top_level_runs"]

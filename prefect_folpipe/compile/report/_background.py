@@ -27,7 +27,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ..._process.wording import plural
-from ..plainhttp import plain_http_settings
+from ..plainhttp import api_client
 
 LOG = logging.getLogger("prefect_folpipe.compile")
 WORKERS = 4
@@ -160,13 +160,12 @@ class BackgroundWriter:
 
     async def _client(self, context: contextvars.Context) -> Any:
         """One open client per API (the caller's settings pick it: server, Cloud, ephemeral)."""
-        from prefect.client.orchestration import get_client
         from prefect.settings import PREFECT_API_URL
 
         api = context.run(PREFECT_API_URL.value)
         client = self._clients.get(api)
         if client is None:
-            client = context.run(get_client, httpx_settings=plain_http_settings(api))
+            client = context.run(api_client)
             self._clients[api] = await client.__aenter__()
         return client
 

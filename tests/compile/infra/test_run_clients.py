@@ -23,7 +23,7 @@ import pytest
 from drain import drain_prefect_workers
 
 from prefect_folpipe.compile.infra import run_clients
-from prefect_folpipe.compile.plainhttp import plain_http_settings
+from prefect_folpipe.compile.plainhttp import api_client, plain_http_settings
 
 CLIENTS = os.path.join("prefect", "client", "orchestration")
 OURS = os.path.join("prefect_folpipe", "")
@@ -122,9 +122,7 @@ async def test_a_commands_client_loads_a_bundle_only_for_https(
     bundles_loaded: list[Any], url: str, bundles: int
 ) -> None:
     """``folpipe status``, ``resume``, ``approvals``, ``deploy``: one client each, made like
-    the run's (``deploy._client.api_client``)."""
-    from prefect_folpipe.deploy._client import api_client
-
+    the run's and the report writer's (``compile.plainhttp.api_client``)."""
     with _offline(url):
         async with api_client() as client:
             assert client.api_url is not None
