@@ -10,6 +10,7 @@ the whole tree, and ``load_workflow``, are in ``validate/``.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -141,6 +142,8 @@ def _load(
     )
     builder.folder_digests = discovery.folder_digests
     builder.known = discovery.own_parts
+    builder.task_hashes = discovery.task_hashes
+    builder.listings = discovery.listings
     if discovery.root_cascade is None:
         discovery.root_cascade = Cascade()
     task = builder.build(raw_root, discovery.root_cascade, ())
@@ -179,6 +182,10 @@ class _Builder:
         self.content_hashes = content_hashes
         self.blobs = blobs
         self.folder_digests: dict[tuple[str, str], FolderDigest] | None = None
+        self.listings: dict[str, list[os.DirEntry[str]]] = {}
+        """Task folders' entries as the load listed them (``Discovery.listings``)."""
+        self.task_hashes: dict[tuple[int, tuple[tuple[str, str, str], ...]], str] = {}
+        """Content hashes of the builds of one load (``Discovery.task_hashes``)."""
         self.known: dict[int, _OwnPart] = {}
         """Each raw task's :class:`_OwnPart` by ``id``, shared by the builds of one load."""
         self.diagnostics: list[Diagnostic] = []
@@ -197,7 +204,12 @@ class _Builder:
         cascade, provider = own_part.cascade, own_part.provider
         self.diagnostics += own_part.diagnostics
         own, problems = _tools.own_tools(
-            raw.folder, raw.entries, raw.path, import_tools=self.import_tools, blobs=self.blobs
+            raw.folder,
+            raw.entries,
+            raw.path,
+            import_tools=self.import_tools,
+            blobs=self.blobs,
+            files=raw.files,
         )
         self._add(problems, raw.path)
         lineage = (*lineage, (raw.path, raw.config, own))
@@ -207,7 +219,8 @@ class _Builder:
         )
         hash_, digests = "", {}
         if self.content_hashes:
-            hash_ = task_hash(
+            key = (id(raw), tuple(sorted((t.name, t.owner, t.content_hash) for t in tools)))
+            hash_ = self.task_hashes.get(key) or task_hash(
                 raw.path,
                 raw.folder,
                 raw.entries,
@@ -216,8 +229,16 @@ class _Builder:
                 provider,
                 self.blobs,
                 self.folder_digests,
+                self.listings.get(str(raw.folder)),
             )
-            digests = folder_digest(raw.path, raw.folder, self.blobs, self.folder_digests)[1]
+            self.task_hashes[key] = hash_
+            digests = folder_digest(
+                raw.path,
+                raw.folder,
+                self.blobs,
+                self.folder_digests,
+                self.listings.get(str(raw.folder)),
+            )[1]
         task = Task(
             name=raw.name,
             path=raw.path,

@@ -31,6 +31,8 @@ from ._yaml import SourceMap
 SUBTASKS = "subtasks"
 MARKERS = (INSTRUCTIONS, TASK_YAML, SUBTASKS, SKILL)
 IGNORED_DIRS = frozenset({"__pycache__"})
+Listing = tuple[frozenset[str], frozenset[str]]
+"""A folder's names, and those of them that are files."""
 
 
 @dataclass
@@ -52,6 +54,8 @@ class RawTask:
     """Line of the instructions' first line in their file (SKILL.md bodies start later)."""
     children: list[RawTask] = field(default_factory=list)
     disabled: list[RawTask] = field(default_factory=list)
+    files: frozenset[str] = frozenset()
+    """The names in ``entries`` that are files (what the folder's listing said; no stat)."""
 
     @property
     def has_subtasks_dir(self) -> bool:
@@ -71,6 +75,12 @@ class Discovery:
         """The builds' root ``Cascade`` (its merges are kept: the second build reuses them)."""
         self.own_parts: dict[int, Any] = {}
         """What the builds take from each raw task's own folder, by ``id`` (``loader``)."""
+        self.listings: dict[str, list[os.DirEntry[str]]] = {}
+        """Each task folder's entries as listed (the content hashes list no folder twice)."""
+        self.task_hashes: dict[tuple[int, tuple[tuple[str, str, str], ...]], str] = {}
+        """Content hashes by raw task ``id`` and its tools' identities: the second build's
+        tools differ from the first's only in what importing them gave, not in what a hash
+        covers."""
 
     @property
     def blobs(self) -> dict[str, bytes]:
@@ -101,7 +111,7 @@ class Discovery:
                 hint="pass the workflow's root folder",
             )
             return None
-        entries = _entries(self.root)
+        entries, files = self._list(self.root)
         if not entries & set(MARKERS):
             self.error(
                 "FP101",
@@ -111,7 +121,7 @@ class Discovery:
                 hint="run `folpipe init PATH` or add an instructions.md",
             )
             return None
-        task = self.load_folder(self.root, entries, "", (self.root.resolve(),))
+        task = self.load_folder(self.root, (entries, files), "", (self.root.resolve(),))
         self._set_paths(task, "")
         self._label_with_paths(task)
         return task
@@ -130,9 +140,11 @@ class Discovery:
         ]
 
     def load_folder(
-        self, folder: Path, entries: frozenset[str], label: str, lineage: tuple[Path, ...]
+        self, folder: Path, listing: Listing, label: str, lineage: tuple[Path, ...]
     ) -> RawTask:
-        """Read one task folder and, recursively, its children."""
+        """Read one task folder (``listing``: its names, and those that are files) and,
+        recursively, its children."""
+        entries, files = listing
         rel_dir = label
         config, source, source_file, instructions = self.files.read_task(folder, entries, label)
         name = self.files.name(config, folder, source, label)
@@ -142,6 +154,7 @@ class Discovery:
             folder=folder,
             rel_dir=rel_dir,
             entries=entries,
+            files=files,
             config=config,
             source=source,
             source_file=source_file,
@@ -153,6 +166,15 @@ class Discovery:
         if task.has_subtasks_dir or (config.subtasks and config.subtasks.order):
             self._load_children(task, lineage)
         return task
+
+    def _list(self, folder: Path) -> Listing:
+        """A task folder's names and files, its listing kept for the content hashes."""
+        try:
+            with os.scandir(folder) as it:
+                found = self.listings[str(folder)] = list(it)
+        except OSError:
+            return frozenset(), frozenset()
+        return _entries(found)
 
     # --- children ---------------------------------------------------------------------------
 
@@ -183,8 +205,8 @@ class Discovery:
                     "copy the folder into the workflow, or make sure you trust its target",
                     Severity.WARNING,
                 )
-            entries = _entries(child_dir)
-            if not entries & set(MARKERS):
+            listing = self._list(child_dir)
+            if not listing[0] & set(MARKERS):
                 self.error(
                     "FP113",
                     "folder under subtasks/ has no task marker and is ignored",
@@ -195,7 +217,7 @@ class Discovery:
                     Severity.WARNING,
                 )
                 continue
-            found.append(self.load_folder(child_dir, entries, rel, (*lineage, real)))
+            found.append(self.load_folder(child_dir, listing, rel, (*lineage, real)))
         ordered = order_children(parent, found, self.files.error)
         parent.children = [c for c in ordered if c.config.enabled]
         parent.disabled = [c for c in ordered if not c.config.enabled]
@@ -230,12 +252,17 @@ def _name_site(task: RawTask) -> tuple[str, int | None]:
     return task.rel_dir, None
 
 
-def _entries(folder: Path) -> frozenset[str]:
-    try:
-        with os.scandir(folder) as it:
-            return frozenset(e.name for e in it)
-    except OSError:
-        return frozenset()
+def _entries(found: list[os.DirEntry[str]]) -> Listing:
+    """The names in a folder's listing, and those of them that are files (from the
+    listing's file types: no stat, except for a symlink)."""
+    files = []
+    for entry in found:
+        try:
+            if entry.is_file():
+                files.append(entry.name)
+        except OSError:
+            continue
+    return frozenset(e.name for e in found), frozenset(files)
 
 
 def _child_dirs(subtasks: Path) -> list[tuple[Path, bool]]:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -51,11 +51,13 @@ def task_hash(
     provider: ResolvedProvider | None,
     blobs: Mapping[str, bytes] | None = None,
     folders: dict[tuple[str, str], FolderDigest] | None = None,
+    listing: Sequence[os.DirEntry[str]] | None = None,
 ) -> str:
     """sha256 of everything that decides what this task does (see the module docstring).
     ``folders``: the digests of task folders hashed before in this load, by (path, folder)
-    (a run's load builds the tree twice over the same bytes: before and after importing)."""
-    digest = folder_digest(path, folder, blobs, folders)[0].copy()
+    (a run's load builds the tree twice over the same bytes: before and after importing);
+    ``listing``: the folder's entries as this load listed them (see :func:`folder_digest`)."""
+    digest = folder_digest(path, folder, blobs, folders, listing)[0].copy()
     blobs = blobs or {}
     for snippet in sorted(set(snippets)):
         _add_file(digest, f"snippet:{snippet.name}", str(snippet), blobs)
@@ -71,26 +73,33 @@ def folder_digest(
     folder: Path,
     blobs: Mapping[str, bytes] | None = None,
     folders: dict[tuple[str, str], FolderDigest] | None = None,
+    listing: Sequence[os.DirEntry[str]] | None = None,
 ) -> FolderDigest:
     """The task's folder hashed from one read of each file: the hash state its ``task_hash``
     goes on from, and :func:`file_digests` of the same bytes. ``folders`` remembers it by
-    (path, folder) for the rest of one load."""
+    (path, folder) for the rest of one load; ``listing``, the folder's entries as the load
+    listed them, saves listing it again (its subfolders are listed here)."""
     key = (path, str(folder))
     known = folders.get(key) if folders is not None else None
     if known is None:
-        known = _folder_digest(path, folder, blobs or {}, root=not path)
+        known = _folder_digest(path, folder, blobs or {}, root=not path, listing=listing)
         if folders is not None:
             folders[key] = known
     return known
 
 
 def _folder_digest(
-    path: str, folder: Path, blobs: Mapping[str, bytes], *, root: bool
+    path: str,
+    folder: Path,
+    blobs: Mapping[str, bytes],
+    *,
+    root: bool,
+    listing: Sequence[os.DirEntry[str]] | None = None,
 ) -> FolderDigest:
     digest, files = hashlib.sha256(), {}
     digest.update(f"path\0{path}\0".encode())
     skipped = SKIPPED_DIRS | ROOT_ONLY_SKIPPED if root else SKIPPED_DIRS
-    for rel, link, file in _tree(str(folder), "", skipped):
+    for rel, link, file in _tree(str(folder), "", skipped, listing):
         if link:  # a directory symlink: its target, not its content
             digest.update(f"link\0{rel}\0{file}\0".encode())
             files[rel] = f"link:{file}"
@@ -122,15 +131,23 @@ def _provider_blob(provider: ResolvedProvider) -> bytes:
 _PROVIDER_BLOBS = IdentityMemo(_provider_blob, limit=1024)
 
 
-def _tree(folder: str, rel: str, skipped: frozenset[str]) -> Iterator[tuple[str, bool, str]]:
+def _tree(
+    folder: str,
+    rel: str,
+    skipped: frozenset[str],
+    listing: Sequence[os.DirEntry[str]] | None = None,
+) -> Iterator[tuple[str, bool, str]]:
     """``(relative path, False, file)`` for every file below ``folder`` in name order;
     ``(relative path, True, target)`` for a directory symlink (paths as strings: no ``Path``
-    objects in this loop, which runs once per file of the workflow)."""
-    try:
-        with os.scandir(folder) as it:
-            entries = sorted(it, key=lambda e: e.name)
-    except OSError:
-        return
+    objects in this loop, which runs once per file of the workflow). ``listing``:
+    ``folder``'s entries, listed already."""
+    if listing is None:
+        try:
+            with os.scandir(folder) as it:
+                listing = list(it)
+        except OSError:
+            return
+    entries = sorted(listing, key=lambda e: e.name)
     for entry in entries:
         name = entry.name
         if name.startswith(".") or name.endswith(".pyc"):

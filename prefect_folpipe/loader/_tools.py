@@ -25,14 +25,23 @@ def own_tools(
     *,
     import_tools: bool = True,
     blobs: dict[str, bytes] | None = None,
+    files: frozenset[str] | None = None,
 ) -> tuple[tuple[ToolSpec, ...], list[Diagnostic]]:
     """A task's tools.md + tools/*.py, and beside a SKILL.md its scripts/*.py (the Agent
     Skills folder for code; a name tools.md or tools/ defines wins). Their code is only read,
-    not run, unless ``import_tools``."""
+    not run, unless ``import_tools``. ``files``: the names in ``entries`` that are files
+    (``None``: not known, looked up)."""
     tools: list[ToolSpec] = []
     diagnostics: list[Diagnostic] = []
     if "tools.md" in entries or "tools" in entries:
-        found, problems = discover_tools(folder, owner=path, import_tools=import_tools, blobs=blobs)
+        found, problems = discover_tools(
+            folder,
+            owner=path,
+            import_tools=import_tools,
+            blobs=blobs,
+            has_tools_md=None if files is None else "tools.md" in files,
+            has_tools_dir="tools" in entries,
+        )
         tools, diagnostics = list(found), list(problems)
     if "scripts" in entries and "SKILL.md" in entries:
         found, problems = discover_module_tools(
@@ -73,8 +82,8 @@ def shared_tools(
 ) -> tuple[tuple[ToolSpec, ...], list[Diagnostic]]:
     """``shared/tools.md`` of the workflow, if there is one."""
     file = root / "shared" / "tools.md"
-    if not file.is_file():
-        return (), []
+    if (blobs is None or str(file) not in blobs) and not file.is_file():
+        return (), []  # (bytes in ``blobs``: read by this load's other build)
     tools, diagnostics = parse_tools_md(
         file, owner="<shared>", import_tools=import_tools, blobs=blobs
     )

@@ -194,3 +194,50 @@ def test_the_imported_build_keeps_what_one_build_gives(tmp_path) -> None:
             task.content_hash,
         )
         assert [t.content_hash for t in twin.tools] == [t.content_hash for t in task.tools]
+
+
+def test_a_load_lists_each_folder_and_stats_each_tools_md_once(tmp_path, monkeypatch) -> None:
+    """A run's load builds the tree twice (vetted, then imported) over one listing of each
+    task folder: the content hashes reuse the discovery's listing, and the second build
+    takes a tools.md whose bytes this load read already without a stat of its own."""
+    from prefect_folpipe.loader import _discover, _hash
+
+    root = _workflow(tmp_path / "wf")
+    listed: Counter[str] = Counter()
+    stats: Counter[str] = Counter()
+    real_scandir, real_stat = os.scandir, os.stat
+
+    def scandir(path: Any = ".") -> Any:
+        listed[os.path.realpath(path)] += 1
+        return real_scandir(path)
+
+    def stat(path: Any, *args: Any, **kwargs: Any) -> Any:
+        if str(path).endswith("tools.md"):
+            stats[os.path.realpath(path)] += 1
+        return real_stat(path, *args, **kwargs)
+
+    monkeypatch.setattr(_discover.os, "scandir", scandir)
+    monkeypatch.setattr(_hash.os, "scandir", scandir)
+    monkeypatch.setattr(toolsmd.os, "stat", stat)
+    first = load_workflow(root)
+    folders = {os.path.realpath(task.folder) for task in first.tasks()}
+    assert {path: listed[path] for path in folders} == dict.fromkeys(folders, 1)
+    leaves = {path: n for path, n in stats.items() if "/subtasks/" in path}
+    assert len(leaves) == 4 and set(leaves.values()) == {1}  # shared/'s is looked for too
+    fresh = {t.path: _hash.file_digests(t.folder, root=not t.path) for t in first.tasks()}
+    assert {t.path: t.file_digests for t in first.tasks()} == fresh
+
+
+def test_a_tools_md_link_is_read_and_a_tools_md_folder_is_not(tmp_path) -> None:
+    """Whether a task has a tools.md comes from its folder's listing: a symlink to a file
+    counts (its target is read), a folder named tools.md does not."""
+    root = _workflow(tmp_path / "wf")
+    leaf0, leaf1 = root / "subtasks/00_leaf0", root / "subtasks/01_leaf1"
+    (tmp_path / "kept.md").write_text(TOOL.replace("lookup", "linked"))
+    (leaf0 / "tools.md").unlink()
+    (leaf0 / "tools.md").symlink_to(tmp_path / "kept.md")
+    (leaf1 / "tools.md").unlink()
+    (leaf1 / "tools.md").mkdir()
+    by_path = {task.path: task for task in load_workflow(root).tasks()}
+    assert [tool.name for tool in by_path["leaf0"].own_tools] == ["linked"]
+    assert by_path["leaf1"].own_tools == ()

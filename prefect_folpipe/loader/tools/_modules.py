@@ -228,22 +228,28 @@ def discover_tools(
     owner: str,
     import_tools: bool = True,
     blobs: dict[str, bytes] | None = None,
+    has_tools_md: bool | None = None,
+    has_tools_dir: bool | None = None,
 ) -> tuple[list[ToolSpec], Diagnostics]:
     """A task's own tools: tools.md plus tools/*.py; a tools/ tool wins a name clash.
     ``import_tools=False`` reads the code without running it (``folpipe validate``); the
-    bytes of tools.md go into ``blobs`` (see ``parse_tools_md``)."""
+    bytes of tools.md go into ``blobs`` (see ``parse_tools_md``). ``has_tools_md`` /
+    ``has_tools_dir``: whether the folder's listing showed a tools.md file / a tools entry
+    (``None``: look)."""
     diagnostics: Diagnostics = []
     md_tools: list[ToolSpec] = []
     tools_md = os.path.join(task_dir, "tools.md")
-    if os.path.isfile(tools_md):
+    if has_tools_md if has_tools_md is not None else os.path.isfile(tools_md):
         md_tools, problems = parse_tools_md(
             tools_md, owner=owner, import_tools=import_tools, blobs=blobs
         )
         diagnostics.extend(problems)
-    module_tools, problems = discover_module_tools(
-        os.path.join(task_dir, "tools"), owner=owner, import_tools=import_tools
-    )
-    diagnostics.extend(problems)
+    module_tools: list[ToolSpec] = []
+    if has_tools_dir is not False:
+        module_tools, problems = discover_module_tools(
+            os.path.join(task_dir, "tools"), owner=owner, import_tools=import_tools
+        )
+        diagnostics.extend(problems)
     overriding = {spec.name: spec for spec in module_tools}
     for spec in md_tools:
         if spec.name in overriding:

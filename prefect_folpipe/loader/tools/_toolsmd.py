@@ -48,17 +48,27 @@ def parse_tools_md(
     go into ``blobs`` (by path) for the content hash. A file whose stat (inode, size, times)
     is unchanged since it was last parsed in this process is not read again: its tools and
     diagnostics come from the cache (loading a big workflow twice, ``folpipe serve``); a
-    static reading of bytes read before, in any process, from ``loader.parsecache``."""
-    file = Path(path)
-    name = str(file)
-    try:
-        stat = os.stat(name)
-    except OSError as exc:
-        return [], [diagnostic("FP217", f"cannot read tools.md: {exc}", file, None, owner)]
-    stamp = (stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
+    static reading of bytes read before, in any process, from ``loader.parsecache``. Bytes
+    already in ``blobs`` (the other build of the same load read them) are parsed, or taken
+    from the cache when it holds these very bytes, without a stat."""
+    name = str(path)
     key = (name, owner, import_tools)
     hit = _PARSED.get(key)
-    if hit is not None and hit[0] == stamp:
+    read = blobs.get(name) if blobs is not None else None
+    if read is not None and hit is not None and hit[1] == read:
+        # this load read these bytes already (the vetting before an import): no stat
+        return list(hit[2]), list(hit[3])
+    file = Path(path)
+    twin = _PARSED.get((name, owner, not import_tools)) if read is not None else None
+    if twin is not None and twin[1] == read:
+        stamp = twin[0]  # the stat this load's other build took of these bytes
+    else:
+        try:
+            stat = os.stat(name)
+        except OSError as exc:
+            return [], [diagnostic("FP217", f"cannot read tools.md: {exc}", file, None, owner)]
+        stamp = (stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
+    if read is None and hit is not None and hit[0] == stamp:
         _, data, tools, diagnostics = hit
     else:
         try:
