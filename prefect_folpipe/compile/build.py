@@ -34,8 +34,7 @@ from .approvals import ApprovalGates
 from .checkpoints import Restorer, StoreEvents, checkpoint_locks, collecting, store_key
 from .checkpoints import current as current_events
 from .executor import LOG, LiveMode, TreeExecutor
-from .history import keep as keep_history
-from .history import rerun_line, rerun_report
+from .history import keep_passes, record_fields, rerun_line, rerun_report
 from .infra import (
     SETTLE,
     interruption,
@@ -247,13 +246,10 @@ async def _run_root(
     run.spec = replace(run.spec, trace=trace)  # the leaves continue the run's trace
     flow_run_id, _ = await asyncio.gather(_tag_flow_run(run.tags.of()), run.tags.read_limits())
     record = await _start_record(
-        workflow, context, options, flow_run_id, run.spec.checkpoints.rerun_id
+        workflow, context, options, flow_run_id, run.spec.checkpoints.rerun_id, trace
     )
     if record is not None:
         record.follow(run.tracker)
-        if trace:  # a resume of this run links its trace to this one
-            record.data["trace"] = trace
-            record.save()
     target = _target(workflow, options)
     seeded = seed_context(workflow, context)
     started = time.monotonic()
@@ -289,8 +285,8 @@ async def _run_root(
         before = record.name if record is not None else None
         result.rerun = rerun_report(workflow, result, options.rerun_from, before)
     if record is not None:
-        record.finish(result)
-        keep_history(record, workflow, result, run.tracker.passes)
+        record.finish(result, record_fields(workflow, result))  # one write at the end
+        keep_passes(record.name, workflow, run.tracker.passes)
     if run.spec.artifacts != "none":
         _summary(workflow, result, time.monotonic() - started)
     WRITER.touch(END_HOLD_S)  # the flow run is about to end: reports wait for that
@@ -303,15 +299,17 @@ async def _start_record(
     options: RunOptions,
     flow_run_id: str | None,
     rerun_id: str = "",
+    trace: str | None = None,
 ) -> RunRecord | None:
     """Mark runs that died with their process ``Crashed``, then record this one as it starts
-    (``run-task`` keeps no record); ``rerun_id``: what keys its ``--from`` passes."""
+    (``run-task`` keeps no record); ``rerun_id``: what keys its ``--from`` passes, ``trace``
+    the run's ``traceparent``."""
     if not options.keep_run_record or options.only:
         return None
     await settle_crashed_runs(workflow.root_dir)
     context_now = FlowRunContext.get()
     await settle_earlier_attempt(context_now.flow_run if context_now else None)
-    return RunRecord.start(workflow, context, options, flow_run_id, rerun_id=rerun_id)
+    return RunRecord.start(workflow, context, options, flow_run_id, rerun_id=rerun_id, trace=trace)
 
 
 def _result(

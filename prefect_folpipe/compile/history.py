@@ -76,18 +76,24 @@ def task_rows(result: RunResult) -> list[dict[str, Any]]:
     return rows
 
 
-def keep(record: Any, workflow: Workflow, result: RunResult, passes: list[dict]) -> None:
-    """Add the per-task rows and the final context to the run ``record`` (a ``RunRecord``)
-    and write its passes file; never fails the run."""
-    normal = Normalizer(Path(workflow.root_dir))
-    record.data["tasks"] = task_rows(result)
-    record.data["final_context"] = normal.data(result.context)
+def record_fields(workflow: Workflow, result: RunResult) -> dict[str, Any]:
+    """What the run record keeps to learn from: the per-task rows, the final context and a
+    ``--from`` run's report (written with the record's end: ``RunRecord.finish``)."""
+    fields = {
+        "tasks": task_rows(result),
+        "final_context": Normalizer(Path(workflow.root_dir)).data(result.context),
+    }
     if result.rerun is not None:
-        record.data["rerun"] = result.rerun
-    record.save()
+        fields["rerun"] = result.rerun
+    return fields
+
+
+def keep_passes(run: str, workflow: Workflow, passes: list[dict]) -> None:
+    """Write the passes file of ``run`` (its record written already); never fails the run."""
     if passes:
-        data = {"run": record.name, "passes": normal.data(passes)}
-        file = passes_file(workflow.root_dir, record.name)
+        normal = Normalizer(Path(workflow.root_dir))
+        data = {"run": run, "passes": normal.data(passes)}
+        file = passes_file(workflow.root_dir, run)
         with contextlib.suppress(StoreKeyError):  # no key: the run says so (FP542)
             write_private(file, signed(PASSES_KIND, file.name, data))
     prune_passes(Path(workflow.root_dir))

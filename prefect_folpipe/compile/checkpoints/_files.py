@@ -138,22 +138,26 @@ class CheckpointStorage(LocalFileSystem):
     def _resolve_path(self, path: str) -> Path:
         """``path`` under the folder, symlinks resolved; refused outside it (as Prefect's
         ``LocalFileSystem``, with the folder resolved once rather than at every read)."""
+        return self._resolved(path)[0]
+
+    def _resolved(self, path: str) -> tuple[Path, bool]:
+        """:meth:`_resolve_path`, and whether its ``lstat`` found a regular file there."""
         base = _resolved_folder(self.basepath or ".")
         if not path:  # the folder itself (Prefect asks for it with every record it writes)
-            return Path(base)
+            return Path(base), False
         if _plain_file(base, path):  # a record's own name: no symlink to follow
-            return Path(base, path)
+            return Path(base, path), True
         below = _below(base, path)
         if below is not None:
-            return below
+            return below, False
         target = os.path.realpath(os.path.join(base, os.path.expanduser(path)))
         if target != base and not target.startswith(base.rstrip(os.sep) + os.sep):
             raise ValueError(f"Provided path {target} is outside of the base path {base}.")
-        return Path(target)
+        return Path(target), False
 
     def _read_checked(self, path: str) -> bytes:
-        target = self._resolve_path(path)
-        if not target.is_file():
+        target, regular = self._resolved(path)
+        if not regular and not target.is_file():
             raise ValueError(f"Path {target} does not exist or is not a file.")
         with open(target, "rb") as handle:  # never more than a record may hold
             return _checked(str(target), handle.read(MAX_BYTES + 1))

@@ -115,9 +115,11 @@ class RunRecord:
         flow_run_id: str | None,
         *,
         rerun_id: str = "",
+        trace: str | None = None,
     ) -> RunRecord:
         """Record a run as it starts; ``rerun_id``: what keys its ``--from`` passes (a
-        resume of it continues them)."""
+        resume of it continues them); ``trace``: its trace's ``traceparent`` (a resume of
+        it links its trace to this one)."""
         now = _now()
         data = {
             "status": "running",  # first: a reader can tell a record's status from its start
@@ -139,6 +141,8 @@ class RunRecord:
             "tasks": [],
             **this_process(),
         }
+        if trace:
+            data["trace"] = trace
         name = f"{now:%Y%m%dT%H%M%S%f}-{uuid.uuid4().hex[:6]}.json"
         record = cls(runs_dir(workflow.root_dir) / name, data)
         record.save()
@@ -148,19 +152,26 @@ class RunRecord:
     def name(self) -> str:
         return self.path.name
 
-    def finish(self, result: RunResult) -> None:
-        """The run ended: its status, error, per-task statuses, usage and cost."""
+    def finish(self, result: RunResult, fields: Mapping[str, Any] | None = None) -> None:
+        """The run ended: its status, error, per-task statuses, usage and cost, and
+        ``fields`` (richer task rows, say), in one write."""
         error = _describe(result.error) if result.status == "failed" else None
         self.data["usage"] = result.usage
         self.data["cost_usd"] = result.costs.total_usd if result.costs is not None else None
         if not result.durable:  # a checkpoint or journal entry was not written (FP541)
             self.data["durable"] = False
-        self.end(result.status, result.tasks, error)
+        self.end(result.status, result.tasks, error, fields)
         if result.status == "completed" and self.data.get("resumed_from"):
             _mark_resumed(self.path.parent / str(self.data["resumed_from"]), self.name)
         prune_runs(self.path.parent)
 
-    def end(self, status: str, tasks: list[dict[str, Any]], error: str | None) -> None:
+    def end(
+        self,
+        status: str,
+        tasks: list[dict[str, Any]],
+        error: str | None,
+        fields: Mapping[str, Any] | None = None,
+    ) -> None:
         self.data.update(
             status=status,
             finished_at=_now().isoformat(),
@@ -172,6 +183,7 @@ class RunRecord:
             from .artifacts import approval_text
 
             self.data["approvals"] = [approval_text(a, target=True) for a in answered]
+        self.data.update(fields or {})
         self.save()
 
     def save(self) -> None:
