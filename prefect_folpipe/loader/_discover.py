@@ -54,8 +54,9 @@ class RawTask:
     """Line of the instructions' first line in their file (SKILL.md bodies start later)."""
     children: list[RawTask] = field(default_factory=list)
     disabled: list[RawTask] = field(default_factory=list)
-    files: frozenset[str] = frozenset()
-    """The names in ``entries`` that are files (what the folder's listing said; no stat)."""
+    files: frozenset[str] | None = None
+    """The names in ``entries`` that are files (what the folder's listing said; no stat);
+    ``None``: not known (looked up where asked)."""
 
     @property
     def has_subtasks_dir(self) -> bool:
