@@ -1,11 +1,34 @@
-"""Files written whole: a temporary file beside the target, then a rename."""
+"""Files read only when they are files, and written whole: a temporary file beside the
+target, then a rename."""
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import stat
 import tempfile
 from pathlib import Path
+
+
+class NotAFile(OSError):
+    """A path that names a FIFO, a socket or a device where a file was expected."""
+
+
+def read_regular(path: str | os.PathLike[str], limit: int = -1) -> bytes:
+    """The bytes of the regular file at ``path`` (symlinks followed; at most ``limit`` of
+    them when it is not negative). Anything else is
+    refused without blocking: a FIFO in a workflow folder would hang a plain ``open`` until
+    something writes to it. A folder raises ``IsADirectoryError``, the rest
+    :class:`NotAFile` (both ``OSError``)."""
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    with open(descriptor, "rb", closefd=True) as handle:
+        mode = os.fstat(descriptor).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, "Is a directory", str(path))
+        if not stat.S_ISREG(mode):
+            raise NotAFile(errno.EINVAL, "not a regular file (a FIFO, socket or device)", str(path))
+        return handle.read(limit)
 
 
 def replace_whole(target: Path, content: bytes) -> None:

@@ -17,6 +17,8 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from .files import read_regular
+
 MAX_BYTES = 64 * 1024 * 1024
 """Largest stored entry read (a run record with a big context, a long model answer)."""
 MAX_DEPTH = 512
@@ -70,9 +72,7 @@ def _deeper(value: Any, max_depth: int) -> bool:
 def read_stored_file(path: Path, *, max_bytes: int = MAX_BYTES) -> Any:
     """:func:`load_stored` of a file, reading at most ``max_bytes + 1`` bytes of it
     (``OSError`` when it cannot be read)."""
-    with open(path, "rb") as handle:
-        data = handle.read(max_bytes + 1)
-    return load_stored(data, max_bytes=max_bytes)
+    return load_stored(read_regular(path, max_bytes + 1), max_bytes=max_bytes)
 
 
 def warn_damaged(log: logging.Logger, what: str, exc: DamagedEntry, then: str) -> None:

@@ -29,6 +29,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from .._process.files import read_regular
 from .._process.stored import DamagedEntry, load_stored
 from ..errors import ConfigError
 
@@ -134,7 +135,7 @@ def _file_key(path: str) -> bytes:
 
 
 def _read_key(file: Path) -> bytes:
-    data = file.read_bytes().strip()
+    data = read_regular(file).strip()
     if not data:
         raise StoreKeyError(
             f"the per-user store key {file} is empty",

@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from .._process.files import read_regular
 from ..errors import ConfigError
 from ..workflow.config import Schedule
 from ..workflow.names import slug
@@ -162,7 +163,11 @@ class WrittenProject:
 
 def _write(target: Path, text: str, *, force: bool) -> Path | None:
     if target.exists():
-        if target.read_text(encoding="utf-8") == text:
+        try:
+            same = read_regular(target).decode("utf-8") == text
+        except (OSError, UnicodeDecodeError):  # a FIFO or a folder there: not ours to keep
+            same = False
+        if same:
             return None
         if not force:
             raise ConfigError(

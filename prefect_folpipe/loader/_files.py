@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from .._process.files import NotAFile, read_regular
 from ..errors import Diagnostic, Severity
 from ..workflow.config import TaskConfig
 from ._config import parse_config
@@ -109,7 +110,7 @@ class FolderFiles:
 
     def read_text(self, file: Path, rel: str, label: str) -> str | None:
         try:
-            data = file.read_bytes()
+            data = read_regular(file)
             self.blobs[str(file)] = data
             return data.decode("utf-8-sig")
         except UnicodeDecodeError as exc:
@@ -122,15 +123,13 @@ class FolderFiles:
                 "save the file as UTF-8",
             )
         except OSError as exc:
-            folder = isinstance(exc, IsADirectoryError)
-            self.error(
-                "FP108",
-                f"cannot read file: {exc.strerror or exc}",
-                rel,
-                None,
-                label,
-                "it must be a file, not a folder" if folder else "check the file's permissions",
-            )
+            if isinstance(exc, IsADirectoryError):
+                hint = "it must be a file, not a folder"
+            elif isinstance(exc, NotAFile):
+                hint = "replace it with a regular file"
+            else:
+                hint = "check the file's permissions"
+            self.error("FP108", f"cannot read file: {exc.strerror or exc}", rel, None, label, hint)
         return None
 
     def _parse(

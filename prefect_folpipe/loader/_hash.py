@@ -29,6 +29,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from .._process.files import read_regular
 from .._process.memo import IdentityMemo
 from ..workflow.tree import ResolvedProvider, ToolSpec
 
@@ -181,7 +182,6 @@ def _read(file: str) -> bytes:
         stat = os.stat(file)
         if stat.st_size > LARGE_FILE:
             return f"\0large\0{stat.st_size}\0{stat.st_mtime_ns}".encode()
-        with open(file, "rb") as handle:
-            return handle.read()
+        return read_regular(file)
     except OSError:
         return b"\0unreadable"

@@ -43,6 +43,7 @@ from .._messages import (
     Usage,
     UserMessage,
 )
+from .._process.files import read_regular
 from .._process.wording import noun
 from ..errors import ConfigError, ProviderError, ProviderErrorKind
 from ..workflow.jsondata import NotPlainJSON, check_plain, load_yaml
@@ -95,11 +96,12 @@ def load_replies(path: str | Path) -> ReplyScript:
     """Read and validate a replies file (YAML or JSON); raise ``RepliesFileError`` if unusable."""
     file = Path(path)
     try:
-        raw = file.read_text(encoding="utf-8")
+        data = read_regular(file)
     except OSError as exc:
         raise RepliesFileError(
             f"cannot read replies file: {exc.strerror or exc}", source=str(file), code="FP304"
         ) from None
+    raw = data.decode("utf-8")
     try:
         data = load_yaml(raw, "the replies file")
     except yaml.YAMLError as exc:

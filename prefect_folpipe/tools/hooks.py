@@ -32,6 +32,7 @@ from collections.abc import Callable, Mapping, MutableMapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .._process.files import read_regular
 from ..authoring import Hook, ToolContext
 from ..authoring.agentflow import agentflow_imports, with_agentflow
 from ..errors import HookError
@@ -89,7 +90,7 @@ async def run_hook(
 
 def _load_hook_module(path: Path) -> types.ModuleType:
     """Execute a hook file as a fresh module (edits apply on the next run)."""
-    digest = hashlib.sha256(str(path.absolute()).encode() + path.read_bytes()).hexdigest()
+    digest = hashlib.sha256(str(path.absolute()).encode() + read_regular(path)).hexdigest()
     spec = importlib.util.spec_from_file_location(f"_folpipe_hook_{digest[:16]}", path)
     if spec is None or spec.loader is None:
         raise HookError(f"cannot load hook {path}")

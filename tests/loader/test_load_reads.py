@@ -45,7 +45,8 @@ def _workflow(root: Path) -> Path:
 
 @pytest.fixture
 def opened(monkeypatch) -> Counter[str]:
-    """Every file opened for reading, by resolved path."""
+    """Every file opened for reading (by ``open``, or by ``os.open`` without a write flag),
+    by resolved path."""
     counts: Counter[str] = Counter()
     real = io.open
 
@@ -54,8 +55,16 @@ def opened(monkeypatch) -> Counter[str]:
             counts[os.path.realpath(file)] += 1
         return real(file, mode, *args, **kwargs)
 
+    real_os_open = os.open
+
+    def counting_os_open(file: Any, flags: int, *args: Any, **kwargs: Any) -> Any:
+        if not flags & (os.O_WRONLY | os.O_RDWR):  # read_regular's opens
+            counts[os.path.realpath(file)] += 1
+        return real_os_open(file, flags, *args, **kwargs)
+
     monkeypatch.setattr(io, "open", counting)
     monkeypatch.setattr(builtins, "open", counting)
+    monkeypatch.setattr(os, "open", counting_os_open)
     return counts
 
 

@@ -32,7 +32,7 @@ from prefect.filesystems import LocalFileSystem, WritableFileSystem
 from prefect.serializers import JSONSerializer
 from pydantic import ConfigDict
 
-from ..._process.files import replace_whole
+from ..._process.files import read_regular, replace_whole
 from ..._process.stored import MAX_BYTES, DamagedEntry, load_stored
 from ...redaction import mask
 from ..storekey import ForgedEntry, seal, verified
@@ -159,8 +159,8 @@ class CheckpointStorage(LocalFileSystem):
         target, regular = self._resolved(path)
         if not regular and not target.is_file():
             raise ValueError(f"Path {target} does not exist or is not a file.")
-        with open(target, "rb") as handle:  # never more than a record may hold
-            return _checked(str(target), handle.read(MAX_BYTES + 1))
+        # never more than a record may hold; a FIFO put there is refused, not waited on
+        return _checked(str(target), read_regular(target, MAX_BYTES + 1))
 
     def _write_private(self, path: str, content: bytes) -> str:
         target = self._resolve_path(path)

@@ -28,6 +28,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from ..._process.files import read_regular
 from ...workflow.tree import Task
 
 LOG = logging.getLogger("prefect_folpipe.compile")
@@ -180,7 +181,7 @@ def _create(path: Path, info: dict[str, Any]) -> bool:
 
 def _read(path: Path) -> dict[str, Any]:
     try:
-        data = json.loads(path.read_bytes()[:4096])
+        data = json.loads(read_regular(path, 4096))
     except (OSError, ValueError, RecursionError):
         return {}
     return data if isinstance(data, dict) else {}

@@ -20,7 +20,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from ..._process.files import replace_whole
+from ..._process.files import read_regular, replace_whole
 from ..._process.stored import DAMAGED, MAX_BYTES
 from ...agent.journal import Journal
 from ...workflow.tree import Task
@@ -112,8 +112,7 @@ def _read_file(path: Path) -> bytes | None:
     """The entry's bytes, never more than a stored entry may hold (one byte more, so that
     the reader sees it is too large); a missing or unreadable entry is a miss."""
     try:
-        with open(path, "rb") as handle:
-            return handle.read(MAX_BYTES + 1)
+        return read_regular(path, MAX_BYTES + 1)
     except (FileNotFoundError, NotADirectoryError):
         return None
     except OSError as exc:  # a folder where the entry belongs, no permission, an I/O error

@@ -28,6 +28,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ..._process.files import read_regular
 from ..._process.stored import DamagedEntry, read_stored_file, warn_damaged
 from ...workflow.tree import Workflow
 from ..options import RunOptions
@@ -317,8 +318,7 @@ def peek_status(file: Path) -> str | None:
     """A record's status from its first bytes (records are written status first); ``None``
     when they do not say (an older record, an unreadable file): read it whole."""
     try:
-        with open(file, "rb") as handle:
-            head = handle.read(64)
+        head = read_regular(file, 64)
     except OSError:
         return None
     match = _STATUS_HEAD.match(head)

@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, NoReturn
 
+from ..._process.files import read_regular
 from ...authoring.agentflow import agentflow_imports
 from ...workflow.printed import printed_to
 
@@ -49,7 +50,10 @@ def tools_dir_digest(tools_dir: Path) -> str:
             continue
         digest.update(file.relative_to(tools_dir).as_posix().encode())
         digest.update(b"\0")
-        digest.update(file.read_bytes())
+        try:
+            digest.update(read_regular(file))
+        except OSError:  # a FIFO, say: reported by the module's own reading
+            digest.update(b"\0unreadable")
     return digest.hexdigest()
 
 

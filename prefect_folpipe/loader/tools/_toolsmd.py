@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ..._process.files import read_regular
 from ...authoring import empty_schema
 from ...errors import Severity, did_you_mean
 from ...workflow.envnames import is_dangerous_env_name
@@ -74,8 +75,7 @@ def parse_tools_md(
         try:
             data = blobs.get(name) if blobs is not None else None
             if data is None:  # else read by this load already (the vetting before an import)
-                with open(name, "rb") as handle:
-                    data = handle.read()
+                data = read_regular(name)
             text = data.decode("utf-8-sig")
         except (OSError, UnicodeDecodeError) as exc:
             return [], [diagnostic("FP217", f"cannot read tools.md: {exc}", file, None, owner)]
