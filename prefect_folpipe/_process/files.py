@@ -15,6 +15,10 @@ class NotAFile(OSError):
     """A path that names a FIFO, a socket or a device where a file was expected."""
 
 
+class TooLarge(OSError):
+    """A file larger than what may be read of it (a sparse file of gigabytes, say)."""
+
+
 def read_regular(path: str | os.PathLike[str], limit: int = -1) -> bytes:
     """The bytes of the regular file at ``path`` (symlinks followed; at most ``limit`` of
     them when it is not negative). Anything else is
@@ -44,3 +48,23 @@ def replace_whole(target: Path, content: bytes) -> None:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
         raise
+
+
+def read_bounded(path: str | os.PathLike[str], max_bytes: int) -> bytes:
+    """:func:`read_regular`, refused (:class:`TooLarge`) when the file holds more than
+    ``max_bytes``: nothing larger is read into memory."""
+    data = read_regular(path, max_bytes + 1)
+    if len(data) > max_bytes:
+        raise TooLarge(errno.EFBIG, f"larger than {max_bytes:,} bytes", str(path))
+    return data
+
+
+MAX_WORKFLOW_FILE = 8 * 1024 * 1024
+"""The largest file of a workflow folder the loader reads whole: a task.yaml, an instructions
+file, a snippet, a tools.md, a tool module, a hook (data files are hashed, not loaded: see
+``loader._hash``)."""
+
+
+def read_workflow_file(path: str | os.PathLike[str]) -> bytes:
+    """A workflow folder's file, at most :data:`MAX_WORKFLOW_FILE` bytes (``OSError``)."""
+    return read_bounded(path, MAX_WORKFLOW_FILE)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from .._process.files import NotAFile, read_regular
+from .._process.files import NotAFile, TooLarge, read_workflow_file
 from ..errors import Diagnostic, Severity
 from ..workflow.config import TaskConfig
 from ._config import parse_config
@@ -110,7 +110,7 @@ class FolderFiles:
 
     def read_text(self, file: Path, rel: str, label: str) -> str | None:
         try:
-            data = read_regular(file)
+            data = read_workflow_file(file)
             self.blobs[str(file)] = data
             return data.decode("utf-8-sig")
         except UnicodeDecodeError as exc:
@@ -127,6 +127,8 @@ class FolderFiles:
                 hint = "it must be a file, not a folder"
             elif isinstance(exc, NotAFile):
                 hint = "replace it with a regular file"
+            elif isinstance(exc, TooLarge):
+                hint = "keep big inputs in data files the task's tools read (input/)"
             else:
                 hint = "check the file's permissions"
             self.error("FP108", f"cannot read file: {exc.strerror or exc}", rel, None, label, hint)

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .._process.files import read_regular
+from .._process.files import read_workflow_file
 from ..errors import Diagnostic, suggest
 
 INCLUDE = re.compile(r"\{%-?\s*include\s+([\"'])([^\"'\n]+)\1\s*-?%\}")
@@ -87,7 +87,7 @@ class Snippets:
             try:
                 data = self.blobs.get(str(path))  # read by this load's vetting already
                 if data is None:
-                    data = read_regular(path)
+                    data = read_workflow_file(path)
                 self.cache[name] = data.decode("utf-8-sig")
                 self.used[name] = path
                 self.blobs[str(path)] = data

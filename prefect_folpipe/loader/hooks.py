@@ -9,7 +9,7 @@ import ast
 import os
 from pathlib import Path
 
-from .._process.files import read_regular
+from .._process.files import read_workflow_file
 from ..errors import Diagnostic, did_you_mean
 from .tools import diagnostic
 
@@ -81,7 +81,7 @@ def check_hooks(task_dir: str | Path, *, owner: str) -> list[Diagnostic]:
 
 def _check_python_hook(path: Path, owner: str) -> list[Diagnostic]:
     try:
-        tree = ast.parse(read_regular(path).decode("utf-8"), filename=str(path))
+        tree = ast.parse(read_workflow_file(path).decode("utf-8"), filename=str(path))
     except SyntaxError as exc:
         return [diagnostic("FP225", f"syntax error: {exc.msg}", path, exc.lineno, owner)]
     except (OSError, UnicodeDecodeError) as exc:

@@ -103,3 +103,27 @@ def test_commands_on_a_folder_with_fifos_end_with_codes(
     assert "Traceback" not in done.stderr
     codes = {item["code"] for item in json.loads(done.stdout)["errors"]}
     assert "FP108" in codes
+
+
+def test_a_workflow_file_of_gigabytes_is_refused_without_reading_it(tmp_path: Path) -> None:
+    """A sparse file costs its author nothing and a plain read all the memory it claims: a
+    2 GB instructions.md took 4 GB and 15 s to be called valid. Past 8 MB a workflow file is
+    refused (FP108 for the task's own files, FP214 for a tools module), whatever it holds."""
+    from prefect_folpipe._process.files import MAX_WORKFLOW_FILE, TooLarge, read_bounded
+
+    root = write_workflow(
+        tmp_path / "wf",
+        {"instructions.md": "Coordinate.", "subtasks/a/task.yaml": "description: a\n"},
+    )
+    huge = root / "subtasks" / "a" / "instructions.md"
+    with huge.open("wb") as handle:
+        handle.truncate(2 * 1024**3)
+    module = root / "subtasks" / "a" / "tools" / "big.py"
+    module.parent.mkdir()
+    with module.open("wb") as handle:
+        handle.truncate(MAX_WORKFLOW_FILE + 1)
+    with pytest.raises(TooLarge):
+        read_bounded(huge, MAX_WORKFLOW_FILE)
+    problems = {(d.code, d.file): d.message for d in validate_workflow(root, import_tools=True)}
+    assert "larger than" in problems[("FP108", "subtasks/a/instructions.md")]
+    assert "FP214" in {code for code, _ in problems}

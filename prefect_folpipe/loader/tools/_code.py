@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, NoReturn
 
-from ..._process.files import read_regular
+from ..._process.files import read_workflow_file
 from ...authoring.agentflow import agentflow_imports
 from ...workflow.printed import printed_to
 
@@ -51,7 +51,7 @@ def tools_dir_digest(tools_dir: Path) -> str:
         digest.update(file.relative_to(tools_dir).as_posix().encode())
         digest.update(b"\0")
         try:
-            digest.update(read_regular(file))
+            digest.update(read_workflow_file(file))
         except OSError:  # a FIFO, say: reported by the module's own reading
             digest.update(b"\0unreadable")
     return digest.hexdigest()

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..._process.files import read_regular
+from ..._process.files import read_workflow_file
 from ...authoring import ToolDefinitionError, ToolMeta, describe_function, tool_meta
 from ...authoring.agentflow import ROOT as AGENTFLOW
 from ...authoring.agentflow import SUPPORTED_HINT
@@ -66,7 +66,7 @@ def discover_module_tools(
 def mentions_tool(file: Path) -> bool:
     """Whether a module's text mentions ``@tool`` (a cheap test, nothing is imported)."""
     try:
-        return "@tool" in read_regular(file).decode("utf-8", errors="replace")
+        return "@tool" in read_workflow_file(file).decode("utf-8", errors="replace")
     except OSError:
         return False
 
@@ -112,7 +112,7 @@ def _static_tools_of_module(
 ) -> tuple[list[ToolSpec], Diagnostics]:
     """The ``@tool`` functions of a module as its source declares them (nothing runs)."""
     try:
-        text = read_regular(file).decode("utf-8")
+        text = read_workflow_file(file).decode("utf-8")
         module = read_source(text, str(file.absolute()), tools_dir=file.parent)
     except SyntaxError as exc:
         return [], _import_failed(file, f"SyntaxError: {exc.msg}", exc.lineno, owner)
@@ -140,8 +140,10 @@ def _static_tools_of_module(
 
 
 def _tools_of_module(file: Path, digest: str, owner: str) -> tuple[list[ToolSpec], Diagnostics]:
-    if not file.is_file():  # a FIFO would hang the import (a folder named *.py: no module)
-        return [], _import_failed(file, "it is not a regular file", None, owner)
+    try:  # a FIFO would hang the import, a sparse file of gigabytes fill the memory
+        read_workflow_file(file)
+    except OSError as exc:
+        return [], _import_failed(file, f"{type(exc).__name__}: {exc.strerror}", None, owner)
     try:
         module = load_tools_module(file, digest=digest)
     except (Exception, SystemExit) as exc:  # SystemExit / os._exit at import: see loader.code

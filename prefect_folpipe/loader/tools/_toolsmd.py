@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..._process.files import read_regular
+from ..._process.files import read_workflow_file
 from ...authoring import empty_schema
 from ...errors import Severity, did_you_mean
 from ...workflow.envnames import is_dangerous_env_name
@@ -75,7 +75,7 @@ def parse_tools_md(
         try:
             data = blobs.get(name) if blobs is not None else None
             if data is None:  # else read by this load already (the vetting before an import)
-                data = read_regular(name)
+                data = read_workflow_file(name)
             text = data.decode("utf-8-sig")
         except (OSError, UnicodeDecodeError) as exc:
             return [], [diagnostic("FP217", f"cannot read tools.md: {exc}", file, None, owner)]
