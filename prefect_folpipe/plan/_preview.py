@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .._process.depth import room_for_levels
 from ..expressions import ExpressionError, compile_condition
 from ..workflow.tree import Task, Workflow
 from ._nodes import NodePlan
@@ -92,7 +93,9 @@ class Settings:
 def preview(workflow: Workflow, context: Mapping[str, Any] | None, settings: Settings) -> Preview:
     """What a run of ``workflow`` with ``context`` would do (see the module docstring)."""
     walker = _Walker(build_plan(workflow), workflow, settings)
-    walker.node(walker.plan.root, "", seed_context(workflow, context), (1, ()))
+    levels = max(task.path.count("/") + 1 for task in workflow.tasks())
+    with room_for_levels(levels):  # the walk recurses per level of the tree
+        walker.node(walker.plan.root, "", seed_context(workflow, context), (1, ()))
     return Preview(workflow.name, walker.steps, budgets(workflow, walker.steps))
 
 

@@ -89,7 +89,7 @@ def ensure_api(announce: Callable[[str], None] | None = None) -> None:
     (announce or _to_stderr)(STARTING_LINE)
     timeout = startup_timeout()
     began = time.monotonic()
-    with _quiet_prefect_start_line(), _server_telemetry_off():
+    with _quiet_prefect_start_line(), _server_defaults():
         error = _start_watched(server, timeout)
     if error is not None:
         raise InfrastructureError(
@@ -100,25 +100,38 @@ def ensure_api(announce: Callable[[str], None] | None = None) -> None:
     LOG.debug("temporary Prefect server ready in %.1fs", time.monotonic() - began)
 
 
-@contextlib.contextmanager
-def _server_telemetry_off() -> Iterator[None]:
-    """Start the temporary server without its telemetry service unless the user chose.
+SERVER_DEFAULTS = {
+    "analytics_enabled": (ANALYTICS_ENV, "false"),
+    "logging_level": ("PREFECT_SERVER_LOGGING_LEVEL", "CRITICAL"),
+}
+"""The temporary server's settings folpipe chooses unless the user did (by setting name)."""
 
-    The service writes the server's SQLite database while a first start migrates it and
-    printed ``database is locked`` tracebacks into the user's terminal; a server folpipe
-    starts for one run sends no analytics. The server process copies the environment as it
-    starts, so the variable is set only around the start."""
+
+@contextlib.contextmanager
+def _server_defaults() -> Iterator[None]:
+    """Start the temporary server without its telemetry and logging only what is critical,
+    unless the user chose otherwise.
+
+    Its telemetry service wrote the server's SQLite database while a first start migrated it
+    and printed ``database is locked`` tracebacks into the user's terminal; a server folpipe
+    starts for one run sends no analytics. Stopped while it still records a big run's task
+    runs (after the run waited for it as long as it does: the run warns how many it did not
+    record), it printed "Error flushing" tracebacks of its own. What it fails to do reaches
+    the run through the API, which reports it. The server process copies the environment as
+    it starts, so the variables are set only around the start."""
     from prefect.settings import get_current_settings
 
-    chosen = "analytics_enabled" in get_current_settings().server.model_fields_set
-    if chosen or ANALYTICS_ENV in os.environ:
-        yield
-        return
-    os.environ[ANALYTICS_ENV] = "false"
+    chosen = get_current_settings().server.model_fields_set
+    added = []
+    for field, (env, value) in SERVER_DEFAULTS.items():
+        if field not in chosen and env not in os.environ:
+            os.environ[env] = value
+            added.append(env)
     try:
         yield
     finally:
-        os.environ.pop(ANALYTICS_ENV, None)
+        for env in added:
+            os.environ.pop(env, None)
 
 
 def _to_stderr(line: str) -> None:
