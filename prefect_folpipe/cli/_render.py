@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,6 +21,7 @@ from typing import Any
 
 import click
 from rich.console import Console
+from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
@@ -38,9 +40,34 @@ DEFAULT_PIPE_WIDTH = 120
 # --------------------------------------------------------------------------- output
 
 
+_UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+"""What a terminal would act on instead of showing: control characters (line breaks and
+tabs aside) and bidirectional overrides."""
+
+
+class SafeConsole(Console):
+    """A console that shows a control character in what it prints as an escape (``\\x1b``)
+    instead of sending it to the terminal: a folder's text (a task's description, a tool's,
+    an error's message) cannot clear the screen, set the window title or move the cursor.
+    Rich's own cursor moves (a live view) are control segments and pass as they are."""
+
+    def _render_buffer(self, buffer: Iterable[Segment]) -> str:
+        return super()._render_buffer(_printable(buffer))
+
+
+def _printable(buffer: Iterable[Segment]) -> Iterator[Segment]:
+    for segment in buffer:
+        text = segment.text
+        if segment.control or not _UNPRINTABLE.search(text):
+            yield segment
+        else:
+            escaped = _UNPRINTABLE.sub(lambda m: m.group().encode("unicode_escape").decode(), text)
+            yield Segment(escaped, segment.style, segment.control)
+
+
 def get_console(*, stderr: bool = False) -> Console:
     """A rich console on stdout (or stderr); wide enough for tables when piped."""
-    console = Console(stderr=stderr, highlight=False)
+    console = SafeConsole(stderr=stderr, highlight=False)
     if not console.is_terminal and "COLUMNS" not in os.environ:
         console.width = DEFAULT_PIPE_WIDTH
     return console

@@ -22,6 +22,7 @@ from typing import Any
 
 from ..errors import Diagnostic, Severity
 from ..workflow.config import TaskConfig
+from ..workflow.names import has_controls, shown
 from ..workflow.tree import DEFAULT_PRIORITY
 from ._files import INSTRUCTIONS, PREFIX, SKILL, TASK_YAML, FolderFiles
 from ._hash import FolderDigest
@@ -185,6 +186,16 @@ class Discovery:
         prefix = f"{parent.rel_dir}/{SUBTASKS}" if parent.rel_dir else SUBTASKS
         for child_dir, is_link in _child_dirs(subtasks):
             rel = f"{prefix}/{child_dir.name}"
+            if has_controls(child_dir.name):  # it would be printed, and named in Prefect
+                self.error(
+                    "FP123",
+                    "a task folder's name holds control characters",
+                    shown(rel),
+                    None,
+                    parent.rel_dir,
+                    "rename the folder: letters, digits, '-', '_' and spaces",
+                )
+                continue
             # only a symlink can make a folder contain itself: resolve just those
             real = child_dir.resolve() if is_link else lineage[-1] / child_dir.name
             if is_link and real in lineage:

@@ -13,6 +13,7 @@ from pathlib import Path
 from .._process.files import NotAFile, TooLarge, read_workflow_file
 from ..errors import Diagnostic, Severity
 from ..workflow.config import TaskConfig
+from ..workflow.names import has_controls, shown
 from ._config import parse_config
 from ._inputs import input_problems, with_input_comments
 from ._yaml import SourceMap, YamlProblem, parse_yaml
@@ -191,14 +192,15 @@ class FolderFiles:
         name = config.name
         if name is None:
             return fallback
-        if not name.strip() or "/" in name or name.startswith("."):
+        if not name.strip() or "/" in name or name.startswith(".") or has_controls(name):
             self.error(
                 "FP116",
-                f"invalid task name {name!r}",
+                f"invalid task name {shown(repr(name))}",
                 source.file,
                 source.line(("name",)),
                 label,
-                "a name is not empty, has no '/' and does not start with '.'",
+                "a name is not empty, has no '/' and no control characters, and does not "
+                "start with '.'",
             )
             return fallback
         return name

@@ -8,6 +8,20 @@ import re
 GENERIC_FLOW_NAME = "folpipe-run"
 """The flow of the generic deployment entrypoint ``prefect_folpipe.flows:run_workflow_folder``."""
 _NOT_SLUG = re.compile(r"[^a-z0-9]+")
+_CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+"""Control characters (C0, DEL, C1) and bidirectional overrides: in a name printed to a
+terminal they move the cursor, clear the screen, set the window title or reorder what is
+shown."""
+
+
+def has_controls(text: str) -> bool:
+    """Whether ``text`` holds a control character or a bidirectional override."""
+    return _CONTROLS.search(text) is not None
+
+
+def shown(text: str) -> str:
+    """``text`` with each control character written as an escape (``\\x1b``): safe to print."""
+    return _CONTROLS.sub(lambda m: m.group().encode("unicode_escape").decode(), text)
 
 
 def slug(text: str, *, limit: int = 60, empty: str = "root") -> str:
