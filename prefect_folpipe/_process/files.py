@@ -19,19 +19,23 @@ class TooLarge(OSError):
     """A file larger than what may be read of it (a sparse file of gigabytes, say)."""
 
 
-def read_regular(path: str | os.PathLike[str], limit: int = -1) -> bytes:
+def read_regular(
+    path: str | os.PathLike[str], limit: int = -1, *, max_size: int | None = None
+) -> bytes:
     """The bytes of the regular file at ``path`` (symlinks followed; at most ``limit`` of
-    them when it is not negative). Anything else is
-    refused without blocking: a FIFO in a workflow folder would hang a plain ``open`` until
-    something writes to it. A folder raises ``IsADirectoryError``, the rest
-    :class:`NotAFile` (both ``OSError``)."""
+    them when it is not negative; :class:`TooLarge`, unread, when its size is over
+    ``max_size``). Anything else is refused without blocking: a FIFO in a workflow folder
+    would hang a plain ``open`` until something writes to it. A folder raises
+    ``IsADirectoryError``, the rest :class:`NotAFile` (all ``OSError``)."""
     descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     with open(descriptor, "rb", closefd=True) as handle:
-        mode = os.fstat(descriptor).st_mode
-        if stat.S_ISDIR(mode):
+        info = os.fstat(descriptor)
+        if stat.S_ISDIR(info.st_mode):
             raise IsADirectoryError(errno.EISDIR, "Is a directory", str(path))
-        if not stat.S_ISREG(mode):
+        if not stat.S_ISREG(info.st_mode):
             raise NotAFile(errno.EINVAL, "not a regular file (a FIFO, socket or device)", str(path))
+        if max_size is not None and info.st_size > max_size:
+            raise TooLarge(errno.EFBIG, f"larger than {max_size:,} bytes", str(path))
         return handle.read(limit)
 
 
@@ -53,8 +57,8 @@ def replace_whole(target: Path, content: bytes) -> None:
 def read_bounded(path: str | os.PathLike[str], max_bytes: int) -> bytes:
     """:func:`read_regular`, refused (:class:`TooLarge`) when the file holds more than
     ``max_bytes``: nothing larger is read into memory."""
-    data = read_regular(path, max_bytes + 1)
-    if len(data) > max_bytes:
+    data = read_regular(path, max_bytes + 1, max_size=max_bytes)
+    if len(data) > max_bytes:  # it grew since its size was read
         raise TooLarge(errno.EFBIG, f"larger than {max_bytes:,} bytes", str(path))
     return data
 
@@ -63,6 +67,10 @@ MAX_WORKFLOW_FILE = 8 * 1024 * 1024
 """The largest file of a workflow folder the loader reads whole: a task.yaml, an instructions
 file, a snippet, a tools.md, a tool module, a hook (data files are hashed, not loaded: see
 ``loader._hash``)."""
+
+
+MAX_DATA_FILE = 256 * 1024 * 1024
+"""The largest answers file read whole: a scripted provider's replies, a replay cassette."""
 
 
 def read_workflow_file(path: str | os.PathLike[str]) -> bytes:

@@ -27,7 +27,7 @@ from typing import Any, ClassVar
 import yaml
 
 from .._messages import ModelRequest, ModelResponse, ToolCall, Usage, message_to_dict
-from .._process.files import read_regular
+from .._process.files import MAX_DATA_FILE, read_bounded
 from .._process.wording import plural
 from ..errors import ConfigError, ProviderError
 from ..redaction import SECRETS
@@ -238,7 +238,7 @@ def _is_yaml(path: Path) -> bool:
 def load_cassette(path: Path) -> dict[tuple[str, int], dict[str, Any]]:
     """Interactions of a cassette keyed by (task path, turn)."""
     try:
-        text = read_regular(path).decode("utf-8")
+        text = read_bounded(path, MAX_DATA_FILE).decode("utf-8")
         document = yaml.safe_load(text) if _is_yaml(path) else json.loads(text)
     except FileNotFoundError:
         raise ConfigError(

@@ -43,7 +43,7 @@ from .._messages import (
     Usage,
     UserMessage,
 )
-from .._process.files import read_regular
+from .._process.files import MAX_DATA_FILE, read_bounded
 from .._process.wording import noun
 from ..errors import ConfigError, ProviderError, ProviderErrorKind
 from ..workflow.jsondata import NotPlainJSON, check_plain, load_yaml
@@ -96,7 +96,7 @@ def load_replies(path: str | Path) -> ReplyScript:
     """Read and validate a replies file (YAML or JSON); raise ``RepliesFileError`` if unusable."""
     file = Path(path)
     try:
-        data = read_regular(file)
+        data = read_bounded(file, MAX_DATA_FILE)
     except OSError as exc:
         raise RepliesFileError(
             f"cannot read replies file: {exc.strerror or exc}", source=str(file), code="FP304"

@@ -127,3 +127,22 @@ def test_a_workflow_file_of_gigabytes_is_refused_without_reading_it(tmp_path: Pa
     problems = {(d.code, d.file): d.message for d in validate_workflow(root, import_tools=True)}
     assert "larger than" in problems[("FP108", "subtasks/a/instructions.md")]
     assert "FP214" in {code for code, _ in problems}
+
+
+def test_an_answers_file_of_gigabytes_is_refused_unread(tmp_path: Path) -> None:
+    """``folpipe plan`` reads the scripted replies for the checkpoint keys: a 3 GB sparse
+    replies.yaml was read whole by it. A replies file or cassette over 256 MB is refused by
+    its size, before a byte is read."""
+    from prefect_folpipe.errors import ConfigError
+    from prefect_folpipe.providers.replay import load_cassette
+
+    replies, cassette = tmp_path / "replies.yaml", tmp_path / "cassette.json"
+    for file in (replies, cassette):
+        with file.open("wb") as handle:
+            handle.truncate(3 * 1024**3)
+    with pytest.raises(RepliesFileError, match="larger than") as caught:
+        load_replies(replies)
+    assert caught.value.code == "FP304"
+    with pytest.raises(ConfigError, match="larger than") as refused:
+        load_cassette(cassette)
+    assert refused.value.code == "FP327"

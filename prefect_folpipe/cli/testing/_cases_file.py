@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..._process.files import read_regular
+from ..._process.files import read_workflow_file
 from ...errors import ConfigError, suggest
 from ...loader import SourceMap, parse_yaml
 
@@ -95,7 +95,7 @@ def load_cases(root: Path) -> list[TestCase]:
 
 def _cases_of(file: Path, rel: str) -> list[TestCase]:
     try:
-        text = read_regular(file).decode("utf-8")
+        text = read_workflow_file(file).decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise TestFileError(f"{rel}: cannot read: {exc}", hint="save it as UTF-8") from None
     data, source, problems = parse_yaml(text, rel)
