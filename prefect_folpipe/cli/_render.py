@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -26,6 +25,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..errors import ConfigError, Diagnostic, FolpipeError, Severity, WorkflowValidationError
+from ..workflow.names import escape_controls
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -38,11 +38,6 @@ DEFAULT_PIPE_WIDTH = 120
 
 
 # --------------------------------------------------------------------------- output
-
-
-_UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-"""What a terminal would act on instead of showing: control characters (line breaks and
-tabs aside) and bidirectional overrides."""
 
 
 class SafeConsole(Console):
@@ -58,11 +53,8 @@ class SafeConsole(Console):
 def _printable(buffer: Iterable[Segment]) -> Iterator[Segment]:
     for segment in buffer:
         text = segment.text
-        if segment.control or not _UNPRINTABLE.search(text):
-            yield segment
-        else:
-            escaped = _UNPRINTABLE.sub(lambda m: m.group().encode("unicode_escape").decode(), text)
-            yield Segment(escaped, segment.style, segment.control)
+        escaped = text if segment.control else escape_controls(text, keep_layout=True)
+        yield segment if escaped is text else Segment(escaped, segment.style, segment.control)
 
 
 def get_console(*, stderr: bool = False) -> Console:

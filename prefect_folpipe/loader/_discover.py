@@ -22,7 +22,7 @@ from typing import Any
 
 from ..errors import Diagnostic, Severity
 from ..workflow.config import TaskConfig
-from ..workflow.names import has_controls, shown
+from ..workflow.names import escape_controls, has_controls
 from ..workflow.tree import DEFAULT_PRIORITY
 from ._files import INSTRUCTIONS, PREFIX, SKILL, TASK_YAML, FolderFiles
 from ._hash import FolderDigest
@@ -190,7 +190,7 @@ class Discovery:
                 self.error(
                     "FP123",
                     "a task folder's name holds control characters",
-                    shown(rel),
+                    escape_controls(rel),
                     None,
                     parent.rel_dir,
                     "rename the folder: letters, digits, '-', '_' and spaces",

@@ -13,7 +13,7 @@ from pathlib import Path
 from .._process.files import NotAFile, TooLarge, read_workflow_file
 from ..errors import Diagnostic, Severity
 from ..workflow.config import TaskConfig
-from ..workflow.names import has_controls, shown
+from ..workflow.names import has_controls
 from ._config import parse_config
 from ._inputs import input_problems, with_input_comments
 from ._yaml import SourceMap, YamlProblem, parse_yaml
@@ -195,7 +195,7 @@ class FolderFiles:
         if not name.strip() or "/" in name or name.startswith(".") or has_controls(name):
             self.error(
                 "FP116",
-                f"invalid task name {shown(repr(name))}",
+                f"invalid task name {name!r}",  # repr escapes control characters
                 source.file,
                 source.line(("name",)),
                 label,

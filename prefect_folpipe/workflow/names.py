@@ -12,6 +12,8 @@ _CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 """Control characters (C0, DEL, C1) and bidirectional overrides: in a name printed to a
 terminal they move the cursor, clear the screen, set the window title or reorder what is
 shown."""
+_CONTROLS_BUT_LAYOUT = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+""":data:`_CONTROLS` without tabs and line breaks (in text laid out over lines)."""
 
 
 def has_controls(text: str) -> bool:
@@ -19,9 +21,13 @@ def has_controls(text: str) -> bool:
     return _CONTROLS.search(text) is not None
 
 
-def shown(text: str) -> str:
-    """``text`` with each control character written as an escape (``\\x1b``): safe to print."""
-    return _CONTROLS.sub(lambda m: m.group().encode("unicode_escape").decode(), text)
+def escape_controls(text: str, *, keep_layout: bool = False) -> str:
+    """``text`` with each control character written as an escape (``\\x1b``): safe to
+    print. ``keep_layout``: tabs and line breaks stay as they are."""
+    pattern = _CONTROLS_BUT_LAYOUT if keep_layout else _CONTROLS
+    if pattern.search(text) is None:
+        return text
+    return pattern.sub(lambda m: m.group().encode("unicode_escape").decode(), text)
 
 
 def slug(text: str, *, limit: int = 60, empty: str = "root") -> str:
