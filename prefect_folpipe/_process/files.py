@@ -29,14 +29,33 @@ def read_regular(
     ``IsADirectoryError``, the rest :class:`NotAFile` (all ``OSError``)."""
     descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     with open(descriptor, "rb", closefd=True) as handle:
-        info = os.fstat(descriptor)
-        if stat.S_ISDIR(info.st_mode):
-            raise IsADirectoryError(errno.EISDIR, "Is a directory", str(path))
-        if not stat.S_ISREG(info.st_mode):
-            raise NotAFile(errno.EINVAL, "not a regular file (a FIFO, socket or device)", str(path))
-        if max_size is not None and info.st_size > max_size:
-            raise TooLarge(errno.EFBIG, f"larger than {max_size:,} bytes", str(path))
-        return handle.read(limit)
+        size = _refuse_unless_regular(os.fstat(descriptor), path, max_size)
+        if limit < 0:
+            return handle.read()
+        # a read of ``limit`` bytes allocates ``limit`` bytes first: ask for what the file holds
+        first = handle.read(min(limit, size + 1))
+        if len(first) <= size or len(first) >= limit:
+            return first
+        return first + handle.read(limit - len(first))  # it grew while it was read
+
+
+def check_regular(path: str | os.PathLike[str], max_size: int | None = None) -> None:
+    """Raise as :func:`read_regular` would for ``path``, from a stat, reading nothing (for a
+    file something else opens: a module Python imports)."""
+    _refuse_unless_regular(os.stat(path), path, max_size)
+
+
+def _refuse_unless_regular(
+    info: os.stat_result, path: str | os.PathLike[str], max_size: int | None
+) -> int:
+    """The file's size, or the ``OSError`` that refuses it."""
+    if stat.S_ISDIR(info.st_mode):
+        raise IsADirectoryError(errno.EISDIR, "Is a directory", str(path))
+    if not stat.S_ISREG(info.st_mode):
+        raise NotAFile(errno.EINVAL, "not a regular file (a FIFO, socket or device)", str(path))
+    if max_size is not None and info.st_size > max_size:
+        raise TooLarge(errno.EFBIG, f"larger than {max_size:,} bytes", str(path))
+    return info.st_size
 
 
 def replace_whole(target: Path, content: bytes) -> None:

@@ -219,6 +219,7 @@ class _Builder:
         )
         hash_, digests = "", {}
         if self.content_hashes:
+            listing = self.listings.get(str(raw.folder))
             key = (id(raw), tuple(sorted((t.name, t.owner, t.content_hash) for t in tools)))
             hash_ = self.task_hashes.get(key) or task_hash(
                 raw.path,
@@ -229,16 +230,11 @@ class _Builder:
                 provider,
                 self.blobs,
                 self.folder_digests,
-                self.listings.get(str(raw.folder)),
+                listing,
             )
             self.task_hashes[key] = hash_
-            digests = folder_digest(
-                raw.path,
-                raw.folder,
-                self.blobs,
-                self.folder_digests,
-                self.listings.get(str(raw.folder)),
-            )[1]
+            known = folder_digest(raw.path, raw.folder, self.blobs, self.folder_digests, listing)
+            digests = known[1]
         task = Task(
             name=raw.name,
             path=raw.path,

@@ -67,6 +67,26 @@ def test_read_regular_refuses_what_is_not_a_file(tmp_path: Path) -> None:
         read_regular(tmp_path / "missing")
 
 
+def test_read_regular_reads_a_file_that_grew_since_its_size_was_taken(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """It asks for what the file's size says (not ``limit`` bytes, each read allocating as
+    much), and reads on up to ``limit`` when the file held more by then."""
+    from prefect_folpipe._process import files
+
+    (tmp_path / "file").write_bytes(b"0123456789")
+    real = os.fstat
+
+    def stale(descriptor: int) -> os.stat_result:
+        info = list(real(descriptor))
+        info[6] = 3  # st_size, as taken before the file grew
+        return os.stat_result(info)
+
+    monkeypatch.setattr(files.os, "fstat", stale)
+    assert read_regular(tmp_path / "file", 8) == b"01234567"
+    assert read_regular(tmp_path / "file") == b"0123456789"
+
+
 def test_a_folder_with_fifos_is_a_list_of_coded_problems(tmp_path: Path) -> None:
     root = _hostile(tmp_path / "wf")
     found = {(d.code, d.file) for d in validate_workflow(root)}

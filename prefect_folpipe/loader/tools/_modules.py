@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..._process.files import read_workflow_file
+from ..._process.files import MAX_WORKFLOW_FILE, check_regular, read_workflow_file
 from ...authoring import ToolDefinitionError, ToolMeta, describe_function, tool_meta
 from ...authoring.agentflow import ROOT as AGENTFLOW
 from ...authoring.agentflow import SUPPORTED_HINT
@@ -141,7 +141,7 @@ def _static_tools_of_module(
 
 def _tools_of_module(file: Path, digest: str, owner: str) -> tuple[list[ToolSpec], Diagnostics]:
     try:  # a FIFO would hang the import, a sparse file of gigabytes fill the memory
-        read_workflow_file(file)
+        check_regular(file, MAX_WORKFLOW_FILE)
     except OSError as exc:
         return [], _import_failed(file, f"{type(exc).__name__}: {exc.strerror}", None, owner)
     try:
