@@ -55,13 +55,22 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-def _process_started(pid: int) -> str | None:
-    """When process ``pid`` started (clock ticks since boot), to tell it from a reused pid."""
+def _process_stat(pid: int) -> list[str]:
+    """The fields of ``/proc/<pid>/stat`` after the command's name (none when unreadable):
+    ``[0]`` the state, ``[19]`` when it started."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
-        return None
-    fields = stat.rsplit(")", 1)[-1].split()
+        return []
+    return stat.rsplit(")", 1)[-1].split()
+
+
+def _process_started(pid: int) -> str | None:
+    """When process ``pid`` started (clock ticks since boot), to tell it from a reused pid."""
+    return _started(_process_stat(pid))
+
+
+def _started(fields: list[str]) -> str | None:
     return fields[19] if len(fields) > 19 else None
 
 
@@ -96,8 +105,11 @@ def process_alive(record: Mapping[str, Any]) -> bool | None:
         return False
     except PermissionError:
         pass  # someone else's process holds the pid: compare start times
+    fields = _process_stat(pid)
+    if fields and fields[0] in ("Z", "X"):  # killed, not yet reaped (a container's PID 1
+        return False  # that reaps no orphan keeps such a zombie for good)
     started = record.get("process_started")
-    return started is None or started == _process_started(pid)
+    return started is None or started == _started(fields)
 
 
 class RunRecord:

@@ -187,3 +187,27 @@ def test_a_completed_run_that_is_not_durable_is_resumable(tmp_path: Path) -> Non
     resume.finish(_result("completed"))
     assert "durable" not in json.loads(resume.path.read_text())
     assert resumable_run(tmp_path) is None
+
+
+def test_a_killed_process_not_yet_reaped_is_dead() -> None:
+    """``kill -9`` leaves a zombie until its parent reaps it, and a container whose PID 1
+    reaps no orphan keeps it: ``folpipe resume`` said every run had completed while the
+    killed run's zombie held its pid."""
+    import time
+
+    from prefect_folpipe.compile.report import _runs
+
+    child = subprocess.Popen(["sleep", "30"])
+    try:
+        record = {**this_process(), "pid": child.pid}
+        record["process_started"] = _runs._process_started(child.pid)
+        assert process_alive(record) is True
+        child.kill()  # not waited on: a zombie until reaped
+        deadline = time.monotonic() + 10
+        while _runs._process_stat(child.pid)[:1] != ["Z"] and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert _runs._process_stat(child.pid)[:1] == ["Z"]
+        assert process_alive(record) is False
+    finally:
+        child.kill()
+        child.wait()
